@@ -1,0 +1,31 @@
+// compile.cpp — parse, lower and bind a constraint to a vocabulary (see compile.hpp).
+#include "compile.hpp"
+
+#include "regex_parser.hpp"
+
+namespace corral {
+
+std::shared_ptr<const CompiledGrammar> compile_regex(std::string_view pattern,
+                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     const Limits& limits) {
+  Budget budget(limits.max_compile_ms);
+  NodePtr tree = parse_regex(pattern, limits);
+  Grammar g = grammar_from_regex(tree, limits, budget);
+  return std::make_shared<const CompiledGrammar>(std::move(vocab), std::move(g), limits);
+}
+
+std::shared_ptr<const CompiledGrammar> compile_grammar(std::string_view text, const std::string& start_rule,
+                                                       std::shared_ptr<const Vocabulary> vocab,
+                                                       const Limits& limits) {
+  Budget budget(limits.max_compile_ms);
+  GrammarAst ast = parse_grammar_text(text, start_rule, limits);
+  Grammar g = lower_grammar(ast, limits, budget);
+  return std::make_shared<const CompiledGrammar>(std::move(vocab), std::move(g), limits);
+}
+
+std::shared_ptr<const CompiledGrammar> compile_json(std::shared_ptr<const Vocabulary> vocab,
+                                                    const Limits& limits) {
+  return compile_grammar(json_grammar_text(), "root", std::move(vocab), limits);
+}
+
+}  // namespace corral

@@ -1,0 +1,82 @@
+// compiled_grammar.hpp — a grammar bound to a vocabulary, with the shared token-mask cache.
+//
+// The expensive part of a mask — which tokens a set of terminal DFA states allows — depends only
+// on the *frontier*: the distinct (terminal, DFA state) pairs of the parser's scanning items.
+// For a frontier, one walk of the token trie splits every token into:
+//   * allowed outright: all its bytes stay inside some terminal (a dense bitmask, cached);
+//   * undecided: some terminal can end inside the token, and what follows must be checked by
+//     the parser. These are grouped by the frontier's DFA states at their first such point
+//     (usually one or two groups), and each group keeps a trie of the token *suffixes* after it,
+//     so the parser checks each distinct suffix once (e.g. `",` `"}` `":` after a string).
+// Everything else is rejected. Entries are computed lazily on first use and shared by every
+// matcher of this grammar; the object is immutable apart from the cache, which is guarded by a
+// shared mutex, so it is safe to use from many threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar.hpp"
+#include "vocab.hpp"
+
+namespace corral {
+
+struct FrontierEntry {
+  std::vector<std::uint32_t> allowed;  // mask words; bit t set: token t allowed outright
+  struct Group {
+    std::vector<std::int32_t> states;  // per frontier element: DFA state at the split (or -1)
+    TokenTrie suffixes;                // token bytes after the split
+  };
+  std::vector<Group> groups;
+  std::size_t memory_bytes = 0;
+};
+
+struct FrontierKeyHash {
+  std::size_t operator()(const std::vector<std::uint64_t>& k) const {
+    std::uint64_t h = 0xCBF29CE484222325ull;
+    for (std::uint64_t x : k) {
+      h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+      h *= 0x100000001B3ull;
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Grammar grammar, const Limits& limits);
+
+  const Grammar& grammar() const { return grammar_; }
+  const Vocabulary& vocab() const { return *vocab_; }
+  const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
+  const Limits& limits() const { return limits_; }
+
+  /// Frontier key element: terminal in the high 32 bits, DFA state in the low 32.
+  static std::uint64_t key_element(std::int32_t terminal, std::int32_t state) {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(terminal)) << 32 | static_cast<std::uint32_t>(state);
+  }
+  /// The cached entry for a frontier (sorted, unique key elements), computing it on a miss.
+  std::shared_ptr<const FrontierEntry> frontier_entry(const std::vector<std::uint64_t>& key) const;
+
+  std::size_t cache_entries() const;
+  std::size_t cache_bytes() const;
+  std::uint64_t cache_hits() const { return hits_.load(); }
+  std::uint64_t cache_misses() const { return misses_.load(); }
+
+ private:
+  FrontierEntry compute_entry(const std::vector<std::uint64_t>& key) const;
+
+  std::shared_ptr<const Vocabulary> vocab_;
+  Grammar grammar_;
+  Limits limits_;
+  mutable std::shared_mutex mu_;
+  mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
+  mutable std::size_t cache_bytes_ = 0;
+  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0};
+};
+
+}  // namespace corral

@@ -1,0 +1,300 @@
+// earley.cpp — see earley.hpp for the algorithm and invariants.
+#include "earley.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace corral {
+namespace {
+constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max() / 4;
+
+inline std::uint64_t mix(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::int32_t d) {
+  std::uint64_t h = (static_cast<std::uint64_t>(a) << 32 | b) * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<std::uint64_t>(c) << 32 | static_cast<std::uint32_t>(d)) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
+}  // namespace
+
+EarleyParser::EarleyParser(const Grammar& g, std::uint32_t max_items) : g_(&g), max_items_(max_items) {
+  reset();
+}
+
+void EarleyParser::reset() {
+  items_.clear();
+  set_start_.clear();
+  set_accept_.clear();
+  costs_.clear();
+  open_set();
+  add(0, 0, 0, -1);
+  bool ok = close_set();
+  CORRAL_CHECK(ok, "initial Earley set is empty");
+}
+
+void EarleyParser::pop_to(std::size_t n) {
+  CORRAL_CHECK(n >= 1 && n <= set_start_.size(), "pop_to out of range");
+  if (n < set_start_.size()) items_.resize(set_start_[n]);
+  set_start_.resize(n);
+  set_accept_.resize(n);
+  if (costs_.size() > n) costs_.resize(n);
+}
+
+void EarleyParser::open_set() {
+  set_start_.push_back(items_.size());
+  set_accept_.push_back(0);
+  if (++gen_ == 0) {  // generation counter wrapped: really clear
+    std::fill(table_gen_.begin(), table_gen_.end(), 0);
+    gen_ = 1;
+  }
+  table_count_ = 0;
+  if (table_idx_.empty()) {
+    table_idx_.assign(64, 0);
+    table_gen_.assign(64, 0);
+  }
+}
+
+void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate) {
+  // Normalise the DFA state: items whose next symbol is a terminal carry one (the start state
+  // when just predicted or advanced); all others carry -1.
+  std::uint32_t pos = g_->rhs_begin[prod] + dot;
+  if (pos < g_->rhs_begin[prod + 1] && g_->rhs_flat[pos].is_terminal()) {
+    if (dstate < 0) dstate = g_->terminals[static_cast<std::size_t>(g_->rhs_flat[pos].index())].dfa.start();
+  } else {
+    dstate = -1;
+  }
+  std::size_t mask = table_idx_.size() - 1;
+  std::size_t h = static_cast<std::size_t>(mix(prod, dot, origin, dstate)) & mask;
+  const std::size_t base = set_start_.back();
+  while (table_gen_[h] == gen_) {
+    const Item& o = items_[base + table_idx_[h]];
+    if (o.prod == prod && o.dot == dot && o.origin == origin && o.dstate == dstate) return;
+    h = (h + 1) & mask;
+  }
+  const std::size_t count = items_.size() - base;
+  if (count >= max_items_)
+    throw LimitExceeded("max_items_per_set", count + 1, max_items_,
+                        "the grammar is too ambiguous here: one parser step needs too many items");
+  table_gen_[h] = gen_;
+  table_idx_[h] = static_cast<std::uint32_t>(count);
+  items_.push_back(Item{prod, dot, origin, dstate});
+  if (prod == 0 && dot == 1 && origin == 0) set_accept_.back() = 1;
+  if (++table_count_ * 2 > table_idx_.size()) {
+    // Grow and re-insert this set's items.
+    std::size_t cap = table_idx_.size() * 2;
+    table_idx_.assign(cap, 0);
+    table_gen_.assign(cap, 0);
+    gen_ = 1;
+    for (std::size_t i = base; i < items_.size(); ++i) {
+      const Item& it = items_[i];
+      std::size_t k = static_cast<std::size_t>(mix(it.prod, it.dot, it.origin, it.dstate)) & (cap - 1);
+      while (table_gen_[k] == gen_) k = (k + 1) & (cap - 1);
+      table_gen_[k] = gen_;
+      table_idx_[k] = static_cast<std::uint32_t>(i - base);
+    }
+  }
+}
+
+bool EarleyParser::close_set() {
+  const std::size_t k = set_start_.size() - 1;
+  const std::size_t begin = set_start_.back();
+  if (items_.size() == begin) {
+    set_start_.pop_back();
+    set_accept_.pop_back();
+    return false;
+  }
+  for (std::size_t i = begin; i < items_.size(); ++i) {
+    const Item it = items_[i];  // copy: add() may reallocate
+    const std::uint32_t pos = g_->rhs_begin[it.prod] + it.dot;
+    if (pos >= g_->rhs_begin[it.prod + 1]) {
+      // Completed: advance every item of the origin set waiting for this lhs. Origin == k only
+      // for empty derivations, which prediction already advanced (Aycock–Horspool).
+      if (it.origin == k) continue;
+      const std::int32_t lhs = g_->productions[it.prod].lhs;
+      const std::size_t ob = set_start_[it.origin], oe = set_start_[it.origin + 1];
+      for (std::size_t j = ob; j < oe; ++j) {
+        const Item& p = items_[j];
+        const std::uint32_t ppos = g_->rhs_begin[p.prod] + p.dot;
+        if (ppos < g_->rhs_begin[p.prod + 1]) {
+          Symbol s = g_->rhs_flat[ppos];
+          if (!s.is_terminal() && s.index() == lhs) {
+            const Item pc = p;
+            add(pc.prod, pc.dot + 1, pc.origin, -1);
+          }
+        }
+      }
+      continue;
+    }
+    const Symbol s = g_->rhs_flat[pos];
+    if (s.is_terminal()) {
+      const Dfa& d = g_->terminals[static_cast<std::size_t>(s.index())].dfa;
+      if (it.dstate == d.start() && d.matches_empty()) add(it.prod, it.dot + 1, it.origin, -1);
+      continue;
+    }
+    const auto nt = static_cast<std::size_t>(s.index());
+    for (std::int32_t p : g_->by_lhs[nt]) add(static_cast<std::uint32_t>(p), 0, static_cast<std::uint32_t>(k), -1);
+    if (g_->nullable[nt]) add(it.prod, it.dot + 1, it.origin, -1);
+  }
+  return true;
+}
+
+bool EarleyParser::push_states(const std::int32_t* new_states) {
+  const std::size_t b = cur_begin(), e = cur_end();
+  open_set();
+  try {
+    for (std::size_t i = b; i < e; ++i) {
+      const std::int32_t ns = new_states[i - b];
+      if (ns < 0) continue;
+      const Item it = items_[i];
+      const std::int32_t t = scanning_terminal(it);
+      add(it.prod, it.dot, it.origin, ns);
+      if (g_->terminals[static_cast<std::size_t>(t)].dfa.accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1);
+    }
+    return close_set();
+  } catch (...) {
+    // Leave the parser exactly as before the failed step.
+    items_.resize(set_start_.back());
+    set_start_.pop_back();
+    set_accept_.pop_back();
+    throw;
+  }
+}
+
+bool EarleyParser::push_byte(std::uint8_t byte) {
+  const std::size_t b = cur_begin(), e = cur_end();
+  scratch_states_.resize(e - b);
+  bool any = false;
+  for (std::size_t i = b; i < e; ++i) {
+    const Item& it = items_[i];
+    std::int32_t ns = -1;
+    if (it.dstate >= 0) {
+      const std::int32_t t = scanning_terminal(it);
+      ns = g_->terminals[static_cast<std::size_t>(t)].dfa.next(it.dstate, byte);
+    }
+    scratch_states_[i - b] = ns;
+    any = any || ns >= 0;
+  }
+  if (!any) return false;
+  std::vector<std::int32_t> states;
+  states.swap(scratch_states_);  // push_states may recurse into nothing, but keep it reentrant
+  bool ok = push_states(states.data());
+  states.swap(scratch_states_);
+  return ok;
+}
+
+std::array<std::uint64_t, 4> EarleyParser::next_bytes() const {
+  std::array<std::uint64_t, 4> out{0, 0, 0, 0};
+  for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
+    const Item& it = items_[i];
+    if (it.dstate < 0) continue;
+    const Dfa& d = g_->terminals[static_cast<std::size_t>(scanning_terminal(it))].dfa;
+    for (int b = 0; b < 256; ++b)
+      if (d.next(it.dstate, static_cast<std::uint8_t>(b)) >= 0) out[static_cast<std::size_t>(b >> 6)] |= 1ull << (b & 63);
+  }
+  return out;
+}
+
+// Cost of completing the whole parse after nonterminal `nt` completes with origin set j.
+void EarleyParser::ensure_costs() {
+  auto lookup = [](const std::vector<NtCost>& v, std::int32_t nt) -> const NtCost* {
+    for (const auto& c : v)
+      if (c.nt == nt) return &c;
+    return nullptr;
+  };
+  while (costs_.size() < set_start_.size()) {
+    const std::size_t j = costs_.size();
+    const std::size_t b = set_start_[j];
+    const std::size_t e = j + 1 < set_start_.size() ? set_start_[j + 1] : items_.size();
+    std::vector<NtCost> cur;
+    for (std::size_t i = b; i < e; ++i) {
+      const Item& p = items_[i];
+      const std::uint32_t pos = g_->rhs_begin[p.prod] + p.dot;
+      if (pos >= g_->rhs_begin[p.prod + 1] || g_->rhs_flat[pos].is_terminal()) continue;
+      const std::int32_t nt = g_->rhs_flat[pos].index();
+      if (!lookup(cur, nt)) cur.push_back(NtCost{nt, kInf, 0});
+    }
+    // Bellman–Ford over this set's items (cycles only through items predicted in this set).
+    for (std::size_t round = 0; round <= cur.size(); ++round) {
+      bool changed = false;
+      for (std::size_t i = b; i < e; ++i) {
+        const Item& p = items_[i];
+        const std::uint32_t pos = g_->rhs_begin[p.prod] + p.dot;
+        if (pos >= g_->rhs_begin[p.prod + 1] || g_->rhs_flat[pos].is_terminal()) continue;
+        const std::int32_t nt = g_->rhs_flat[pos].index();
+        std::uint64_t parent = 0;
+        if (p.prod != 0) {
+          const std::int32_t lhs = g_->productions[p.prod].lhs;
+          const NtCost* pc = p.origin < j ? lookup(costs_[p.origin], lhs) : lookup(cur, lhs);
+          parent = pc ? pc->cost : kInf;
+        }
+        if (parent >= kInf) continue;
+        const std::uint64_t total = std::min(kInf, g_->suffix_cost(p.prod, p.dot + 1) + parent);
+        NtCost* c = const_cast<NtCost*>(lookup(cur, nt));
+        if (total < c->cost) {
+          c->cost = total;
+          c->via = static_cast<std::uint32_t>(i);
+          changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+    costs_.push_back(std::move(cur));
+  }
+}
+
+std::string EarleyParser::shortest_completion(std::size_t cap) {
+  ensure_costs();
+  auto parent_cost = [&](const Item& it) -> std::uint64_t {
+    if (it.prod == 0) return 0;
+    const std::int32_t lhs = g_->productions[it.prod].lhs;
+    for (const auto& c : costs_[it.origin])
+      if (c.nt == lhs) return c.cost;
+    return kInf;
+  };
+  std::uint64_t best = kInf;
+  std::size_t best_i = 0;
+  for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
+    const Item& it = items_[i];
+    std::uint64_t own;
+    if (it.dstate >= 0) {
+      const Dfa& d = g_->terminals[static_cast<std::size_t>(scanning_terminal(it))].dfa;
+      own = d.distance_to_accept(it.dstate) + g_->suffix_cost(it.prod, it.dot + 1);
+    } else {
+      own = g_->suffix_cost(it.prod, it.dot);
+    }
+    const std::uint64_t total = std::min(kInf, own + parent_cost(it));
+    if (total < best) {
+      best = total;
+      best_i = i;
+    }
+  }
+  CORRAL_CHECK(best < kInf, "no completion from a live parser state");
+  if (best > cap)
+    throw LimitExceeded("max_completion_bytes", best, cap, "the shortest completion is too long");
+  std::string out;
+  auto emit_rest = [&](const Item& it, std::uint32_t from) {
+    const std::uint32_t b = g_->rhs_begin[it.prod], e = g_->rhs_begin[it.prod + 1];
+    for (std::uint32_t p = b + from; p < e; ++p) g_->append_min_string(g_->rhs_flat[p], out, cap);
+  };
+  Item it = items_[best_i];
+  if (it.dstate >= 0) {
+    out += g_->terminals[static_cast<std::size_t>(scanning_terminal(it))].dfa.shortest_completion(it.dstate);
+    emit_rest(it, it.dot + 1);
+  } else {
+    emit_rest(it, it.dot);
+  }
+  std::size_t guard = 0;
+  while (it.prod != 0) {
+    CORRAL_CHECK(++guard <= items_.size(), "cyclic completion chain");
+    const std::int32_t lhs = g_->productions[it.prod].lhs;
+    const NtCost* c = nullptr;
+    for (const auto& x : costs_[it.origin])
+      if (x.nt == lhs) c = &x;
+    CORRAL_CHECK(c && c->cost < kInf, "broken completion chain");
+    it = items_[c->via];
+    emit_rest(it, it.dot + 1);
+  }
+  return out;
+}
+
+}  // namespace corral

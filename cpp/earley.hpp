@@ -1,0 +1,92 @@
+// earley.hpp — an incremental, byte-level Earley parser whose terminals are DFAs.
+//
+// Algorithm: Earley (1970) with the Aycock–Horspool (2002) treatment of nullable symbols,
+// run scannerless over bytes: an item whose next symbol is a terminal carries that terminal's
+// DFA state; each byte advances those states, and whenever a terminal's DFA reaches an
+// accepting state the item *also* advances past the terminal. Terminals therefore end at any
+// accepting point (not greedily), which keeps the parser exact for every CFG and makes merging
+// regular pieces into one terminal language-preserving.
+// In:  a finalized Grammar (grammar.hpp). Out: after each byte, the set of live items.
+// Invariants: a set is non-empty iff the bytes so far are a prefix of some sentence (all
+// nonterminals are productive and all DFA states live); sets are pushed and popped like a stack
+// so rollback is exact and cheap; one set never holds more than max_items items (LimitExceeded).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grammar.hpp"
+
+namespace corral {
+
+struct Item {
+  std::uint32_t prod;
+  std::uint32_t dot;
+  std::uint32_t origin;
+  std::int32_t dstate;  // DFA state of the terminal after the dot; -1 when none
+};
+
+class EarleyParser {
+ public:
+  EarleyParser(const Grammar& g, std::uint32_t max_items);
+
+  /// Back to the initial state (one set: the closure of `start ::= . root`).
+  void reset();
+  std::size_t num_sets() const { return set_start_.size(); }
+  /// Keep only the first n sets (n >= 1).
+  void pop_to(std::size_t n);
+
+  /// Advance by one byte. Returns false (state unchanged) when no item survives.
+  bool push_byte(std::uint8_t b);
+  /// Advance every scanning item i of the current set to DFA state new_states[i - cur_begin()]
+  /// (kDead drops it): the step a byte string would take if it stayed inside the terminals.
+  bool push_states(const std::int32_t* new_states);
+
+  bool accepting() const { return set_accept_.back() != 0; }
+  std::size_t cur_begin() const { return set_start_.back(); }
+  std::size_t cur_end() const { return items_.size(); }
+  const Item& item(std::size_t i) const { return items_[i]; }
+  /// Terminal after the dot of item i, or -1.
+  std::int32_t scanning_terminal(const Item& it) const {
+    std::uint32_t pos = g_->rhs_begin[it.prod] + it.dot;
+    if (pos >= g_->rhs_begin[it.prod + 1]) return -1;
+    Symbol s = g_->rhs_flat[pos];
+    return s.is_terminal() ? s.index() : -1;
+  }
+
+  /// Bytes that can come next (bit b set in words[b / 64]).
+  std::array<std::uint64_t, 4> next_bytes() const;
+  /// The shortest byte string that completes a sentence from the current state (empty when
+  /// already accepting). Throws LimitExceeded past `cap` bytes.
+  std::string shortest_completion(std::size_t cap);
+
+ private:
+  void open_set();
+  bool close_set();  // closure of the newest set; false (and popped) when empty
+  void add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate);
+  void ensure_costs();
+
+  const Grammar* g_;
+  std::uint32_t max_items_;
+  std::vector<Item> items_;
+  std::vector<std::size_t> set_start_;
+  std::vector<std::uint8_t> set_accept_;
+  // Dedup table for the set being built: open addressing over item indices, invalidated by
+  // bumping a generation counter instead of clearing.
+  std::vector<std::uint32_t> table_idx_;
+  std::vector<std::uint32_t> table_gen_;
+  std::uint32_t gen_ = 0;
+  std::size_t table_count_ = 0;
+  std::vector<std::int32_t> scratch_states_;
+  // shortest_completion: per set, the cost of completing each expected nonterminal.
+  struct NtCost {
+    std::int32_t nt;
+    std::uint64_t cost;
+    std::uint32_t via;  // item index achieving it
+  };
+  std::vector<std::vector<NtCost>> costs_;
+};
+
+}  // namespace corral

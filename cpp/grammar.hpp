@@ -1,0 +1,107 @@
+// grammar.hpp — the grammar IR: a context-free grammar whose terminals are regular expressions
+// over bytes, plus its text frontend (GBNF-compatible) and its lowering.
+//
+// Two forms:
+//  * GrammarAst — what the text parser produces: named rules, each an expression tree
+//    (regex_ast.hpp) that may contain RuleRef nodes.
+//  * Grammar — what the engine consumes: productions over nonterminals and terminals, where each
+//    terminal is a maximal *regular* piece of a rule body compiled to a minimal byte DFA.
+// Lowering merges every regular sub-expression (literals, classes, non-recursive rules, their
+// sequences and repetitions) into one terminal. That never changes the language, because the
+// Earley parser (earley.hpp) lets a terminal end at *any* accepting DFA state — terminals are not
+// greedy lexemes — so merging only removes parser work.
+// Invariants of Grammar: nonterminal 0 is the augmented start `start ::= root` with exactly one
+// production (production 0); every nonterminal and terminal is productive (derives some string);
+// DFAs contain only live states.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dfa.hpp"
+#include "limits.hpp"
+#include "regex_ast.hpp"
+
+namespace corral {
+
+struct RuleAst {
+  std::string name;
+  NodePtr body;      // null while only referenced, never defined
+  std::size_t pos = 0;       // offset of the definition
+  std::size_t ref_pos = 0;   // offset of the first reference (for "undefined rule" errors)
+};
+
+struct GrammarAst {
+  std::vector<RuleAst> rules;
+  std::int32_t start = -1;
+};
+
+/// Parse grammar text (GBNF syntax plus `/regex/` terminals; see README "Grammar syntax").
+/// `start_rule` names the rule the output must match (GBNF convention: "root").
+/// Throws CompileError (line, column, what was expected) or LimitExceeded (max_nesting).
+GrammarAst parse_grammar_text(std::string_view text, const std::string& start_rule,
+                              const Limits& limits);
+
+struct Symbol {
+  std::int32_t v = 0;  // >= 0: nonterminal index; < 0: terminal ~v
+  static Symbol nonterminal(std::int32_t i) { return Symbol{i}; }
+  static Symbol terminal(std::int32_t i) { return Symbol{~i}; }
+  bool is_terminal() const { return v < 0; }
+  std::int32_t index() const { return v < 0 ? ~v : v; }
+};
+
+struct Production {
+  std::int32_t lhs = 0;
+  std::vector<Symbol> rhs;
+};
+
+struct Terminal {
+  NodePtr regex;
+  std::string text;  // canonical regex text (identity of the terminal)
+  Dfa dfa;
+};
+
+class Grammar {
+ public:
+  std::vector<std::string> names;          // per nonterminal
+  std::vector<Production> productions;     // production 0 is `start ::= root`
+  std::vector<Terminal> terminals;
+
+  // Derived tables (filled by finalize()).
+  std::vector<std::vector<std::int32_t>> by_lhs;   // productions of each nonterminal
+  std::vector<std::uint8_t> nullable;              // per nonterminal
+  std::vector<std::uint64_t> min_len;              // per nonterminal: shortest derivation (bytes)
+  std::vector<std::int32_t> best_prod;             // per nonterminal: production achieving min_len
+  // Flattened right-hand sides for the parser's hot loop: symbols of production p are
+  // rhs_flat[rhs_begin[p] .. rhs_begin[p+1]); suffix_min[rhs_begin[p] + d] is the shortest
+  // string derivable from symbols d.. of production p (d may equal the length: 0).
+  std::vector<std::uint32_t> rhs_begin;
+  std::vector<Symbol> rhs_flat;
+  std::vector<std::uint64_t> suffix_min;  // len+1 entries per production, at rhs_begin[p] + p
+
+  std::uint32_t rhs_len(std::uint32_t p) const { return rhs_begin[p + 1] - rhs_begin[p]; }
+  std::uint64_t suffix_cost(std::uint32_t p, std::uint32_t d) const { return suffix_min[rhs_begin[p] + p + d]; }
+  std::uint64_t terminal_min_len(std::int32_t t) const;
+  /// Shortest string derivable from symbol s (bounded by `cap` bytes; LimitExceeded beyond).
+  void append_min_string(Symbol s, std::string& out, std::size_t cap) const;
+
+  /// Compute derived tables; drop unproductive productions; throws CompileError if the start
+  /// symbol derives nothing.
+  void finalize();
+  /// Canonical text form: one rule per nonterminal, terminals as /regex/.
+  std::string to_string() const;
+};
+
+/// Lower a parsed grammar to the engine IR (terminal merging, helper rules for repetition of
+/// non-regular parts, DFA construction). Throws CompileError / LimitExceeded.
+Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget);
+
+/// A grammar with a single terminal: the whole output must match `regex`.
+Grammar grammar_from_regex(const NodePtr& regex, const Limits& limits, const Budget& budget);
+
+/// Text of the built-in RFC 8259 JSON grammar (any JSON value, surrounding whitespace allowed).
+const char* json_grammar_text();
+
+}  // namespace corral

@@ -1,0 +1,455 @@
+// grammar_lower.cpp — GrammarAst → Grammar (the engine IR).
+//
+// In:  rules as expression trees with RuleRefs.
+// Out: productions whose terminals are maximal regular sub-expressions, each with a minimal DFA.
+// Steps: (1) find the rules that are *regular* (not on a reference cycle, referencing only
+// regular rules, small enough) and inline them; (2) lower each remaining rule body: regular
+// runs of a sequence become one terminal, alternations and repetitions of non-regular parts
+// become helper nonterminals (repetition is left-recursive, which Earley handles in constant
+// space per item); (3) intern terminals by their canonical regex text and build their DFAs;
+// (4) Grammar::finalize computes nullable/productive/min-length tables.
+// Invariant: the language of the lowered grammar equals the language of the rule text.
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+
+#include "grammar.hpp"
+
+namespace corral {
+namespace {
+
+constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max() / 4;
+
+void collect_refs(const NodePtr& n, std::vector<std::int32_t>& out) {
+  // Iterative: expression trees can be deep.
+  std::vector<const Node*> stack{n.get()};
+  while (!stack.empty()) {
+    const Node* x = stack.back();
+    stack.pop_back();
+    if (x->kind == NodeKind::RuleRef) out.push_back(x->rule);
+    for (const auto& k : x->kids) stack.push_back(k.get());
+  }
+}
+
+class Lowerer {
+ public:
+  Lowerer(const GrammarAst& ast, const Limits& limits, const Budget& budget)
+      : ast_(ast), limits_(limits), budget_(budget) {}
+
+  Grammar run() {
+    find_regular_rules();
+    g_.names.push_back("start");
+    g_.productions.push_back(Production{0, {}});
+    nt_of_rule_.assign(ast_.rules.size(), -1);
+    Symbol root = rule_symbol(ast_.start);
+    g_.productions[0].rhs = {root};
+    // Lower rules breadth-first as they are referenced (unreferenced rules are dropped).
+    while (!pending_.empty()) {
+      auto [rule, nt] = pending_.back();
+      pending_.pop_back();
+      budget_.check("lowering the grammar");
+      add_alternatives(nt, lower_alts(inlined(rule)));
+    }
+    build_dfas();
+    g_.finalize();
+    return std::move(g_);
+  }
+
+ private:
+  // ---- (1) regular rules -------------------------------------------------------------
+  void find_regular_rules() {
+    const std::size_t n = ast_.rules.size();
+    std::vector<std::vector<std::int32_t>> refs(n);
+    for (std::size_t i = 0; i < n; ++i) collect_refs(ast_.rules[i].body, refs[i]);
+    // Iterative DFS computing "regular": a rule is regular iff it is not on a cycle and all
+    // its references are regular. state: 0 new, 1 on stack, 2 done.
+    regular_.assign(n, 0);
+    std::vector<std::uint8_t> state(n, 0);
+    std::vector<std::uint8_t> cyclic(n, 0);
+    for (std::size_t r0 = 0; r0 < n; ++r0) {
+      if (state[r0]) continue;
+      std::vector<std::pair<std::int32_t, std::size_t>> stack{{static_cast<std::int32_t>(r0), 0}};
+      state[r0] = 1;
+      while (!stack.empty()) {
+        auto& [r, next] = stack.back();
+        auto ru = static_cast<std::size_t>(r);
+        if (next < refs[ru].size()) {
+          std::int32_t c = refs[ru][next++];
+          auto cu = static_cast<std::size_t>(c);
+          if (state[cu] == 0) {
+            state[cu] = 1;
+            stack.push_back({c, 0});
+          } else if (state[cu] == 1) {
+            // Back edge: every rule on the stack from c up to r is on a cycle.
+            for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+              cyclic[static_cast<std::size_t>(it->first)] = 1;
+              if (it->first == c) break;
+            }
+          }
+        } else {
+          bool reg = !cyclic[ru];
+          for (std::int32_t c : refs[ru]) reg = reg && regular_[static_cast<std::size_t>(c)] && !cyclic[static_cast<std::size_t>(c)];
+          regular_[ru] = reg;
+          state[ru] = 2;
+          stack.pop_back();
+        }
+      }
+    }
+    // A rule on a cycle found via a different DFS root may have been marked regular before the
+    // cycle was discovered; repeat the propagation until stable.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!regular_[i]) continue;
+        bool reg = !cyclic[i];
+        for (std::int32_t c : refs[i]) reg = reg && regular_[static_cast<std::size_t>(c)];
+        if (!reg) {
+          regular_[i] = 0;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  // Body of rule r with references to regular rules replaced by their (inlined) bodies.
+  NodePtr inlined(std::int32_t r) {
+    auto ru = static_cast<std::size_t>(r);
+    if (regular_[ru]) {
+      auto it = inline_cache_.find(r);
+      if (it != inline_cache_.end()) return it->second;
+    }
+    NodePtr out = substitute(ast_.rules[ru].body);
+    if (regular_[ru]) {
+      if (estimate_nfa_size(out) > limits_.max_nfa_states) {
+        // Too big to inline everywhere: keep it as a nonterminal.
+        regular_[ru] = 0;
+      } else {
+        inline_cache_[r] = out;
+      }
+    }
+    return out;
+  }
+
+  NodePtr substitute(const NodePtr& n) {
+    switch (n->kind) {
+      case NodeKind::RuleRef:
+        if (regular_[static_cast<std::size_t>(n->rule)]) {
+          NodePtr body = inlined(n->rule);
+          if (regular_[static_cast<std::size_t>(n->rule)]) return body;
+        }
+        return n;
+      case NodeKind::Concat:
+      case NodeKind::Alt:
+      case NodeKind::Repeat: {
+        std::vector<NodePtr> kids;
+        bool same = true;
+        for (const auto& k : n->kids) {
+          kids.push_back(substitute(k));
+          same = same && kids.back() == k;
+        }
+        if (same) return n;
+        if (n->kind == NodeKind::Concat) return make_concat(std::move(kids), n->pos);
+        if (n->kind == NodeKind::Alt) return make_alt(std::move(kids), n->pos);
+        return make_repeat(kids[0], n->min, n->max, n->pos);
+      }
+      default:
+        return n;
+    }
+  }
+
+  // ---- (2) lowering -------------------------------------------------------------------
+  using Seq = std::vector<Symbol>;
+
+  std::int32_t new_nonterminal(const std::string& name) {
+    if (g_.names.size() >= limits_.max_productions)
+      throw LimitExceeded("max_productions", g_.names.size() + 1, limits_.max_productions,
+                          "the lowered grammar has too many rules");
+    g_.names.push_back(name);
+    return static_cast<std::int32_t>(g_.names.size() - 1);
+  }
+
+  void add_alternatives(std::int32_t nt, std::vector<Seq> alts) {
+    for (auto& a : alts) {
+      if (g_.productions.size() >= limits_.max_productions)
+        throw LimitExceeded("max_productions", g_.productions.size() + 1, limits_.max_productions,
+                            "the lowered grammar has too many productions");
+      g_.productions.push_back(Production{nt, std::move(a)});
+    }
+  }
+
+  Symbol rule_symbol(std::int32_t r) {
+    auto ru = static_cast<std::size_t>(r);
+    if (nt_of_rule_[ru] < 0) {
+      nt_of_rule_[ru] = new_nonterminal(ast_.rules[ru].name);
+      pending_.push_back({r, nt_of_rule_[ru]});
+    }
+    return Symbol::nonterminal(nt_of_rule_[ru]);
+  }
+
+  Symbol terminal_symbol(const NodePtr& regex) {
+    std::string text = print_regex(regex);
+    auto it = terminal_ids_.find(text);
+    if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
+    auto id = static_cast<std::int32_t>(g_.terminals.size());
+    Terminal t;
+    t.regex = regex;
+    t.text = text;
+    g_.terminals.push_back(std::move(t));
+    terminal_ids_.emplace(std::move(text), id);
+    return Symbol::terminal(id);
+  }
+
+  std::vector<Seq> lower_alts(const NodePtr& n) {
+    if (n->kind == NodeKind::Empty) return {Seq{}};
+    if (is_regular(n)) return {Seq{terminal_symbol(n)}};
+    if (n->kind == NodeKind::Alt) {
+      std::vector<Seq> out;
+      for (const auto& k : n->kids) {
+        auto sub = lower_alts(k);
+        for (auto& s : sub) out.push_back(std::move(s));
+      }
+      return out;
+    }
+    return {lower_seq(n)};
+  }
+
+  // A single sequence of symbols for n (helpers for nested alternation / repetition).
+  Seq lower_seq(const NodePtr& n) {
+    Seq out;
+    if (n->kind == NodeKind::Concat) {
+      std::vector<NodePtr> run;  // pending regular pieces, merged into one terminal
+      auto flush = [&] {
+        if (run.empty()) return;
+        out.push_back(terminal_symbol(run.size() == 1 ? run[0] : make_concat(run)));
+        run.clear();
+      };
+      for (const auto& k : n->kids) {
+        if (k->kind == NodeKind::Empty) continue;
+        if (is_regular(k)) {
+          run.push_back(k);
+          continue;
+        }
+        flush();
+        Seq sub = lower_seq(k);
+        out.insert(out.end(), sub.begin(), sub.end());
+      }
+      flush();
+      return out;
+    }
+    if (n->kind == NodeKind::Empty) return out;
+    if (is_regular(n)) return {terminal_symbol(n)};
+    if (n->kind == NodeKind::RuleRef) return {rule_symbol(n->rule)};
+    if (n->kind == NodeKind::Alt) {
+      std::int32_t h = new_nonterminal("alt_" + std::to_string(g_.names.size()));
+      add_alternatives(h, lower_alts(n));
+      return {Symbol::nonterminal(h)};
+    }
+    if (n->kind == NodeKind::Repeat) return {lower_repeat(n)};
+    CORRAL_CHECK(false, "unexpected node kind in lowering");
+  }
+
+  Symbol symbol_for(const NodePtr& n) {
+    Seq s = lower_seq(n);
+    if (s.size() == 1) return s[0];
+    std::int32_t h = new_nonterminal("seq_" + std::to_string(g_.names.size()));
+    add_alternatives(h, {s});
+    return Symbol::nonterminal(h);
+  }
+
+  Symbol lower_repeat(const NodePtr& n) {
+    Symbol x = symbol_for(n->kids[0]);
+    const std::uint32_t lo = n->min, hi = n->max;
+    std::uint64_t size = static_cast<std::uint64_t>(lo) + (hi == Node::kUnbounded ? 1 : hi - lo);
+    if (size > limits_.max_productions)
+      throw LimitExceeded("max_productions", size, limits_.max_productions,
+                          "repetition of a recursive part is too large");
+    std::string base = "rep_" + std::to_string(g_.names.size());
+    std::int32_t h = new_nonterminal(base);
+    Seq head(lo, x);
+    if (hi == Node::kUnbounded) {
+      // star ::= ε | star x   (left recursion: one Earley item per nesting, no stack growth)
+      std::int32_t star = new_nonterminal(base + "_star");
+      add_alternatives(star, {Seq{}, Seq{Symbol::nonterminal(star), x}});
+      head.push_back(Symbol::nonterminal(star));
+    } else if (hi > lo) {
+      // opt_k ::= ε | x opt_{k-1}, built from the innermost outwards.
+      std::int32_t prev = -1;
+      for (std::uint32_t k = 1; k <= hi - lo; ++k) {
+        std::int32_t opt = new_nonterminal(base + "_opt" + std::to_string(k));
+        Seq more{x};
+        if (prev >= 0) more.push_back(Symbol::nonterminal(prev));
+        add_alternatives(opt, {Seq{}, more});
+        prev = opt;
+      }
+      head.push_back(Symbol::nonterminal(prev));
+    }
+    add_alternatives(h, {head});
+    return Symbol::nonterminal(h);
+  }
+
+  // ---- (3) terminals ------------------------------------------------------------------
+  void build_dfas() {
+    std::uint64_t total = 0;
+    for (auto& t : g_.terminals) {
+      budget_.check("building terminal automata");
+      t.dfa = Dfa::compile(t.regex, limits_, budget_);
+      total += t.dfa.num_states();
+      if (total > limits_.max_total_dfa_states)
+        throw LimitExceeded("max_total_dfa_states", total, limits_.max_total_dfa_states,
+                            "the grammar's terminals need too many automaton states");
+    }
+  }
+
+  const GrammarAst& ast_;
+  const Limits& limits_;
+  const Budget& budget_;
+  Grammar g_;
+  std::vector<std::uint8_t> regular_;
+  std::unordered_map<std::int32_t, NodePtr> inline_cache_;
+  std::vector<std::int32_t> nt_of_rule_;
+  std::vector<std::pair<std::int32_t, std::int32_t>> pending_;
+  std::unordered_map<std::string, std::int32_t> terminal_ids_;
+};
+
+}  // namespace
+
+std::uint64_t Grammar::terminal_min_len(std::int32_t t) const {
+  const Dfa& d = terminals[static_cast<std::size_t>(t)].dfa;
+  return d.empty_language() ? kInf : d.distance_to_accept(d.start());
+}
+
+void Grammar::finalize() {
+  const std::size_t n = names.size();
+  // Shortest derivation lengths (Knuth-style relaxation). Unproductive symbols stay at kInf.
+  min_len.assign(n, kInf);
+  best_prod.assign(n, -1);
+  auto sym_len = [&](Symbol s) {
+    return s.is_terminal() ? terminal_min_len(s.index()) : min_len[static_cast<std::size_t>(s.index())];
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (std::size_t p = 0; p < productions.size(); ++p) {
+      std::uint64_t sum = 0;
+      for (Symbol s : productions[p].rhs) sum = std::min(kInf, sum + sym_len(s));
+      auto lhs = static_cast<std::size_t>(productions[p].lhs);
+      if (sum < min_len[lhs]) {
+        min_len[lhs] = sum;
+        best_prod[lhs] = static_cast<std::int32_t>(p);
+        changed = true;
+      }
+    }
+  }
+  if (min_len[0] >= kInf)
+    throw CompileError("the grammar matches no string at all (its start rule can never complete)");
+  // Drop productions that mention an unproductive symbol: they can never be part of a parse,
+  // and keeping them would let the parser hold items that cannot complete.
+  std::vector<Production> kept;
+  std::vector<std::int32_t> remap(productions.size(), -1);
+  for (std::size_t p = 0; p < productions.size(); ++p) {
+    bool ok = true;
+    for (Symbol s : productions[p].rhs) ok = ok && sym_len(s) < kInf;
+    if (ok) {
+      remap[p] = static_cast<std::int32_t>(kept.size());
+      kept.push_back(std::move(productions[p]));
+    }
+  }
+  productions = std::move(kept);
+  for (auto& b : best_prod) b = b >= 0 ? remap[static_cast<std::size_t>(b)] : -1;
+
+  by_lhs.assign(n, {});
+  for (std::size_t p = 0; p < productions.size(); ++p)
+    by_lhs[static_cast<std::size_t>(productions[p].lhs)].push_back(static_cast<std::int32_t>(p));
+
+  nullable.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) nullable[i] = min_len[i] == 0;
+
+  rhs_begin.assign(productions.size() + 1, 0);
+  rhs_flat.clear();
+  suffix_min.clear();
+  for (std::size_t p = 0; p < productions.size(); ++p) {
+    rhs_begin[p] = static_cast<std::uint32_t>(rhs_flat.size());
+    const auto& rhs = productions[p].rhs;
+    std::vector<std::uint64_t> suf(rhs.size() + 1, 0);
+    for (std::size_t d = rhs.size(); d-- > 0;) suf[d] = std::min(kInf, suf[d + 1] + sym_len(rhs[d]));
+    for (std::size_t d = 0; d < rhs.size(); ++d) rhs_flat.push_back(rhs[d]);
+    for (std::size_t d = 0; d <= rhs.size(); ++d) suffix_min.push_back(suf[d]);
+  }
+  rhs_begin[productions.size()] = static_cast<std::uint32_t>(rhs_flat.size());
+}
+
+void Grammar::append_min_string(Symbol s, std::string& out, std::size_t cap) const {
+  std::vector<Symbol> stack{s};
+  while (!stack.empty()) {
+    Symbol x = stack.back();
+    stack.pop_back();
+    if (x.is_terminal()) {
+      const Dfa& d = terminals[static_cast<std::size_t>(x.index())].dfa;
+      out += d.shortest_completion(d.start());
+    } else {
+      std::int32_t p = best_prod[static_cast<std::size_t>(x.index())];
+      CORRAL_CHECK(p >= 0, "productive nonterminal without a best production");
+      const auto& rhs = productions[static_cast<std::size_t>(p)].rhs;
+      for (auto it = rhs.rbegin(); it != rhs.rend(); ++it) stack.push_back(*it);
+    }
+    if (out.size() > cap)
+      throw LimitExceeded("max_completion_bytes", out.size(), cap,
+                          "the shortest completion is too long");
+  }
+}
+
+std::string Grammar::to_string() const {
+  std::string out;
+  for (std::size_t nt = 0; nt < names.size(); ++nt) {
+    if (by_lhs.size() > nt && by_lhs[nt].empty()) continue;
+    out += names[nt] + " ::=";
+    bool first = true;
+    for (std::size_t p = 0; p < productions.size(); ++p) {
+      if (static_cast<std::size_t>(productions[p].lhs) != nt) continue;
+      out += first ? " " : " | ";
+      first = false;
+      if (productions[p].rhs.empty()) out += "\"\"";
+      bool sep = false;
+      for (Symbol s : productions[p].rhs) {
+        if (sep) out += " ";
+        sep = true;
+        if (s.is_terminal()) out += "/" + terminals[static_cast<std::size_t>(s.index())].text + "/";
+        else out += names[static_cast<std::size_t>(s.index())];
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget) {
+  return Lowerer(ast, limits, budget).run();
+}
+
+Grammar grammar_from_regex(const NodePtr& regex, const Limits& limits, const Budget& budget) {
+  GrammarAst ast;
+  RuleAst r;
+  r.name = "root";
+  r.body = regex;
+  ast.rules.push_back(std::move(r));
+  ast.start = 0;
+  return lower_grammar(ast, limits, budget);
+}
+
+const char* json_grammar_text() {
+  // RFC 8259. Whitespace is the RFC's [ \t\n\r]*; strings reject raw control characters.
+  return R"GBNF(
+root     ::= ws value ws
+value    ::= object | array | string | number | "true" | "false" | "null"
+object   ::= "{" ws ( member ( ws "," ws member )* ws )? "}"
+member   ::= string ws ":" ws value
+array    ::= "[" ws ( value ( ws "," ws value )* ws )? "]"
+string   ::= "\"" ( [^"\\\x00-\x1f] | "\\" ["\\/bfnrt] | "\\u" [0-9a-fA-F]{4} )* "\""
+number   ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws       ::= [ \t\n\r]*
+)GBNF";
+}
+
+}  // namespace corral

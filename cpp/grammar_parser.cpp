@@ -1,0 +1,409 @@
+// grammar_parser.cpp — grammar text → GrammarAst.
+//
+// In:  UTF-8 text in llama.cpp GBNF syntax (`name ::= alternatives`, `|`, grouping, `* + ?`,
+//      `{m}` `{m,}` `{m,n}`, "literals" with escapes, [classes] with ranges/negation/escapes,
+//      `.`, `# comments`) extended with `/regex/` terminals in Python `re` syntax.
+// Out: one expression tree per rule (RuleRef nodes point into the rule table).
+// Invariants: every error is a CompileError with line and column and what was expected; nesting
+// is bounded by Limits::max_nesting so hostile input cannot overflow the stack.
+// A rule body may span lines; it ends where the next `name ::=` starts (GBNF is stricter; this
+// is a superset).
+#include <unordered_map>
+
+#include "grammar.hpp"
+#include "regex_parser.hpp"
+
+namespace corral {
+namespace {
+
+bool is_name_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_name_char(unsigned char c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '-'; }
+
+class GrammarParser {
+ public:
+  GrammarParser(std::string_view text, const Limits& limits) : s_(text), limits_(limits) {}
+
+  GrammarAst parse(const std::string& start_rule) {
+    skip_ws();
+    while (pos_ < s_.size()) {
+      std::size_t name_pos = pos_;
+      if (!is_name_start(peek())) fail("expected a rule name (like `root ::= ...`)");
+      std::string name = parse_name();
+      skip_ws();
+      if (!consume("::=")) fail("expected `::=` after rule name '" + name + "'");
+      std::int32_t idx = rule_index(name, name_pos);
+      RuleAst& r = ast_.rules[static_cast<std::size_t>(idx)];
+      if (r.body) {
+        fail_at(name_pos, "rule '" + name + "' is defined twice (first at " + where(r.pos) + ")");
+      }
+      r.pos = name_pos;
+      skip_ws();
+      NodePtr body = parse_alternatives(0);
+      ast_.rules[static_cast<std::size_t>(idx)].body = body;
+      skip_ws();
+    }
+    for (const RuleAst& r : ast_.rules) {
+      if (!r.body) fail_at(r.ref_pos, "undefined rule '" + r.name + "'");
+    }
+    auto it = index_.find(start_rule);
+    if (it == index_.end()) {
+      if (ast_.rules.empty()) throw CompileError("the grammar is empty: it defines no rules");
+      throw CompileError("the grammar has no rule named '" + start_rule + "' (the start rule)");
+    }
+    ast_.start = it->second;
+    return std::move(ast_);
+  }
+
+ private:
+  unsigned char peek(std::size_t k = 0) const {
+    return pos_ + k < s_.size() ? static_cast<unsigned char>(s_[pos_ + k]) : 0;
+  }
+  bool at_end() const { return pos_ >= s_.size(); }
+  bool consume(std::string_view lit) {
+    if (s_.substr(pos_, lit.size()) == lit) {
+      pos_ += lit.size();
+      return true;
+    }
+    return false;
+  }
+
+  std::string where(std::size_t off) const {
+    auto lc = line_col(off);
+    return "line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second);
+  }
+  std::pair<int, int> line_col(std::size_t off) const {
+    int line = 1, col = 1;
+    for (std::size_t i = 0; i < off && i < s_.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(s_[i]);
+      if (c == '\n') {
+        ++line;
+        col = 1;
+      } else if ((c & 0xC0) != 0x80) {
+        ++col;
+      }
+    }
+    return {line, col};
+  }
+  [[noreturn]] void fail_at(std::size_t off, const std::string& msg) const {
+    auto lc = line_col(off);
+    throw CompileError(msg, off, lc.first, lc.second);
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    std::string found = at_end() ? "end of input" : describe_here();
+    fail_at(pos_, msg + ", found " + found);
+  }
+  std::string describe_here() const {
+    std::size_t n = 0;
+    while (pos_ + n < s_.size() && n < 12 && s_[pos_ + n] != '\n') ++n;
+    return "'" + std::string(s_.substr(pos_, n)) + "'";
+  }
+
+  // Whitespace including newlines and comments.
+  void skip_ws() {
+    while (!at_end()) {
+      unsigned char c = peek();
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '#') {
+        while (!at_end() && peek() != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  std::string parse_name() {
+    std::size_t b = pos_;
+    while (!at_end() && is_name_char(peek())) ++pos_;
+    return std::string(s_.substr(b, pos_ - b));
+  }
+
+  std::int32_t rule_index(const std::string& name, std::size_t ref_pos) {
+    auto it = index_.find(name);
+    if (it != index_.end()) return it->second;
+    auto idx = static_cast<std::int32_t>(ast_.rules.size());
+    if (ast_.rules.size() >= limits_.max_productions)
+      throw LimitExceeded("max_productions", ast_.rules.size() + 1, limits_.max_productions,
+                          "the grammar defines too many rules");
+    RuleAst r;
+    r.name = name;
+    r.ref_pos = ref_pos;
+    ast_.rules.push_back(std::move(r));
+    index_.emplace(name, idx);
+    return idx;
+  }
+
+  // Does the input at pos_ start a new rule definition (`name ::=`)?
+  bool at_rule_start() const {
+    std::size_t p = pos_;
+    if (p >= s_.size() || !is_name_start(static_cast<unsigned char>(s_[p]))) return false;
+    while (p < s_.size() && is_name_char(static_cast<unsigned char>(s_[p]))) ++p;
+    while (p < s_.size() && (s_[p] == ' ' || s_[p] == '\t' || s_[p] == '\n' || s_[p] == '\r')) ++p;
+    return s_.substr(p, 3) == "::=";
+  }
+
+  void enter(std::size_t depth) const {
+    if (depth > limits_.max_nesting)
+      throw LimitExceeded("max_nesting", depth, limits_.max_nesting,
+                          "grammar nesting too deep at " + where(pos_));
+  }
+
+  NodePtr parse_alternatives(std::size_t depth) {
+    enter(depth);
+    std::size_t start = pos_;
+    std::vector<NodePtr> alts;
+    alts.push_back(parse_sequence(depth));
+    while (true) {
+      skip_ws();
+      if (!consume("|")) break;
+      skip_ws();
+      alts.push_back(parse_sequence(depth));
+    }
+    return alts.size() == 1 ? alts[0] : make_alt(std::move(alts), start);
+  }
+
+  NodePtr parse_sequence(std::size_t depth) {
+    std::size_t start = pos_;
+    std::vector<NodePtr> items;
+    while (true) {
+      skip_ws();
+      if (at_end()) break;
+      unsigned char c = peek();
+      if (c == '|' || c == ')') break;
+      if (at_rule_start()) break;
+      NodePtr atom = parse_atom(depth);
+      items.push_back(parse_quantifiers(atom));
+    }
+    if (items.empty()) return make_empty(start);
+    return items.size() == 1 ? items[0] : make_concat(std::move(items), start);
+  }
+
+  NodePtr parse_quantifiers(NodePtr atom) {
+    while (!at_end()) {
+      std::size_t qpos = pos_;
+      unsigned char c = peek();
+      if (c == '*') {
+        ++pos_;
+        atom = make_repeat(atom, 0, Node::kUnbounded, qpos);
+      } else if (c == '+') {
+        ++pos_;
+        atom = make_repeat(atom, 1, Node::kUnbounded, qpos);
+      } else if (c == '?') {
+        ++pos_;
+        atom = make_repeat(atom, 0, 1, qpos);
+      } else if (c == '{') {
+        ++pos_;
+        skip_inline_ws();
+        std::uint32_t lo = parse_count("a repetition count");
+        std::uint32_t hi = lo;
+        skip_inline_ws();
+        if (consume(",")) {
+          skip_inline_ws();
+          hi = (peek() == '}') ? Node::kUnbounded : parse_count("an upper repetition bound");
+          skip_inline_ws();
+        }
+        if (!consume("}")) fail("expected `}` to close the repetition");
+        if (hi < lo) fail_at(qpos, "repetition {m,n} has n < m");
+        atom = make_repeat(atom, lo, hi, qpos);
+      } else {
+        break;
+      }
+    }
+    return atom;
+  }
+
+  void skip_inline_ws() {
+    while (!at_end() && (peek() == ' ' || peek() == '\t')) ++pos_;
+  }
+
+  std::uint32_t parse_count(const char* what) {
+    if (!(peek() >= '0' && peek() <= '9')) fail(std::string("expected ") + what);
+    std::uint64_t v = 0;
+    while (peek() >= '0' && peek() <= '9') {
+      v = v * 10 + (peek() - '0');
+      if (v > 1000000) fail_at(pos_, "repetition count too large (at most 1000000)");
+      ++pos_;
+    }
+    return static_cast<std::uint32_t>(v);
+  }
+
+  NodePtr parse_atom(std::size_t depth) {
+    std::size_t start = pos_;
+    unsigned char c = peek();
+    if (c == '"' || c == '\'') return parse_literal();
+    if (c == '[') return parse_class();
+    if (c == '/') return parse_regex_terminal();
+    if (c == '.') {
+      ++pos_;
+      return make_chars(CharSet::any(), start);
+    }
+    if (c == '(') {
+      ++pos_;
+      skip_ws();
+      NodePtr inner = parse_alternatives(depth + 1);
+      skip_ws();
+      if (!consume(")")) fail("expected `)` to close the group opened at " + where(start));
+      return inner;
+    }
+    if (is_name_start(c)) {
+      std::string name = parse_name();
+      return make_rule_ref(rule_index(name, start), start);
+    }
+    fail("expected a literal, character class, rule name, `(`, `.` or /regex/");
+  }
+
+  // Decode one UTF-8 code point at pos_.
+  std::uint32_t next_codepoint() {
+    unsigned char c = peek();
+    std::size_t start = pos_;
+    if (c < 0x80) {
+      ++pos_;
+      return c;
+    }
+    int n = (c >= 0xF0 && c < 0xF8) ? 3 : (c >= 0xE0) ? 2 : (c >= 0xC2 && c < 0xE0) ? 1 : -1;
+    if (n < 0) fail_at(start, "invalid UTF-8 in grammar text");
+    std::uint32_t cp = c & (0x3F >> n);
+    for (int i = 1; i <= n; ++i) {
+      unsigned char d = peek(static_cast<std::size_t>(i));
+      if ((d & 0xC0) != 0x80) fail_at(start, "invalid UTF-8 in grammar text");
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    pos_ += static_cast<std::size_t>(n) + 1;
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      fail_at(start, "invalid UTF-8 in grammar text");
+    return cp;
+  }
+
+  std::uint32_t parse_hex(int digits) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < digits; ++i) {
+      unsigned char d = peek();
+      int x = (d >= '0' && d <= '9') ? d - '0' : (d >= 'a' && d <= 'f') ? d - 'a' + 10
+              : (d >= 'A' && d <= 'F') ? d - 'A' + 10 : -1;
+      if (x < 0) fail("expected " + std::to_string(digits) + " hex digits in escape");
+      v = v * 16 + static_cast<std::uint32_t>(x);
+      ++pos_;
+    }
+    return v;
+  }
+
+  // One character of a literal or class, with escapes. Returns the code point.
+  std::uint32_t parse_char() {
+    if (at_end()) fail("unexpected end of input");
+    std::size_t start = pos_;
+    if (peek() != '\\') return next_codepoint();
+    ++pos_;
+    if (at_end()) fail("unfinished escape");
+    unsigned char e = peek();
+    ++pos_;
+    std::uint32_t cp;
+    switch (e) {
+      case 'n': return '\n';
+      case 'r': return '\r';
+      case 't': return '\t';
+      case '0': return 0;
+      case 'f': return '\f';
+      case 'v': return '\v';
+      case 'x': cp = parse_hex(2); break;
+      case 'u': cp = parse_hex(4); break;
+      case 'U': cp = parse_hex(8); break;
+      case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^':
+        return e;
+      default:
+        fail_at(start, std::string("unknown escape `\\") + static_cast<char>(e) + "`");
+    }
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      fail_at(start, "escape is not a Unicode scalar value");
+    return cp;
+  }
+
+  NodePtr parse_literal() {
+    std::size_t start = pos_;
+    unsigned char quote = peek();
+    ++pos_;
+    std::u32string text;
+    while (true) {
+      if (at_end() || peek() == '\n')
+        fail_at(start, "unterminated string literal (missing closing quote)");
+      if (peek() == quote) {
+        ++pos_;
+        break;
+      }
+      text.push_back(parse_char());
+    }
+    return text.empty() ? make_empty(start) : make_literal(text, start);
+  }
+
+  NodePtr parse_class() {
+    std::size_t start = pos_;
+    ++pos_;  // [
+    bool negate = false;
+    if (peek() == '^') {
+      negate = true;
+      ++pos_;
+    }
+    CharSet cs;
+    while (true) {
+      if (at_end() || peek() == '\n')
+        fail_at(start, "unterminated character class (missing `]`)");
+      if (peek() == ']') {
+        ++pos_;
+        break;
+      }
+      std::size_t item_pos = pos_;
+      std::uint32_t lo = parse_char();
+      std::uint32_t hi = lo;
+      if (peek() == '-' && peek(1) != ']' && peek(1) != 0) {
+        ++pos_;
+        hi = parse_char();
+        if (hi < lo) fail_at(item_pos, "character range is out of order (end before start)");
+      }
+      cs.add(lo, hi);
+    }
+    if (negate) cs = cs.negated();
+    return make_chars(cs, start);
+  }
+
+  NodePtr parse_regex_terminal() {
+    std::size_t start = pos_;
+    ++pos_;  // opening /
+    std::size_t body = pos_;
+    bool in_class = false;
+    while (true) {
+      if (at_end() || peek() == '\n') fail_at(start, "unterminated /regex/ (missing closing `/`)");
+      unsigned char c = peek();
+      if (c == '\\') {
+        pos_ += 2;
+        continue;
+      }
+      if (c == '[') in_class = true;
+      else if (c == ']') in_class = false;
+      else if (c == '/' && !in_class) break;
+      ++pos_;
+    }
+    std::string_view pattern = s_.substr(body, pos_ - body);
+    ++pos_;  // closing /
+    try {
+      NodePtr n = parse_regex(pattern, limits_);
+      return n;
+    } catch (const CompileError& e) {
+      fail_at(body + e.offset(), "in /regex/: " + e.bare_message());
+    }
+  }
+
+  std::string_view s_;
+  const Limits& limits_;
+  std::size_t pos_ = 0;
+  GrammarAst ast_;
+  std::unordered_map<std::string, std::int32_t> index_;
+};
+
+}  // namespace
+
+GrammarAst parse_grammar_text(std::string_view text, const std::string& start_rule,
+                              const Limits& limits) {
+  return GrammarParser(text, limits).parse(start_rule);
+}
+
+}  // namespace corral

@@ -1,0 +1,54 @@
+// limits.hpp — resource limits for compiling and matching untrusted constraints.
+//
+// Grammars and regexes may come from strangers over a network, so every stage that can grow
+// (automaton states, grammar size, nesting, compile time, parser items) is bounded here.
+// Each default is chosen so realistic constraints never hit it while a hostile one fails in
+// well under a second with a LimitExceeded naming the limit.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "errors.hpp"
+
+namespace corral {
+
+struct Limits {
+  /// NFA states for one terminal (≈ size of the regex after expanding counted repetition).
+  /// Cost: ~40 bytes per state. `a{0,100000}` needs ~100k and is refused.
+  std::uint32_t max_nfa_states = 50000;
+  /// DFA states for one terminal after determinisation. Cost: one row of
+  /// (number of byte classes) int32 per state, built eagerly at compile time.
+  std::uint32_t max_dfa_states = 20000;
+  /// DFA states summed over all terminals of a grammar.
+  std::uint32_t max_total_dfa_states = 200000;
+  /// Nesting depth of parentheses/brackets in regex and grammar text (recursive-descent parsers).
+  std::uint32_t max_nesting = 200;
+  /// Productions in the lowered grammar.
+  std::uint32_t max_productions = 100000;
+  /// Wall-clock budget for compiling one constraint, milliseconds.
+  std::uint32_t max_compile_ms = 10000;
+  /// Earley items in one parser set at decode time; a grammar that explodes past this puts the
+  /// matcher into its error state instead of exhausting memory.
+  std::uint32_t max_items_per_set = 50000;
+};
+
+/// A deadline checked at loop heads of long-running compile stages.
+class Budget {
+ public:
+  explicit Budget(std::uint32_t ms)
+      : ms_(ms), deadline_(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms)) {}
+  /// Throws LimitExceeded when the deadline has passed. Cheap enough to call every few
+  /// hundred iterations (reads the steady clock).
+  void check(const char* what) const {
+    if (std::chrono::steady_clock::now() > deadline_)
+      throw LimitExceeded("max_compile_ms", ms_ + 1, ms_, std::string("compile time budget exhausted while ") + what);
+  }
+
+ private:
+  std::uint32_t ms_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+}  // namespace corral

@@ -1,0 +1,210 @@
+// nfa.cpp — regular tree → Thompson NFA over code point classes.
+//
+// In:  a regular tree (no RuleRef).
+// Out: Nfa (nfa.hpp): the alphabet partition and an epsilon-NFA built right to left (each node
+//      is compiled with its continuation state already known, so no patch lists are needed).
+// Invariant: the construction matches estimate_nfa_size's accounting (one state per Chars, one
+//      split per Alt / optional or looping copy); counted repetition is expanded by copying.
+// Algorithm: Thompson (1968) construction; the alphabet partition is the standard refinement of
+//      elementary intervals by each set in turn.
+#include "nfa.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "errors.hpp"
+
+namespace corral {
+
+namespace {
+
+using RangeVec = std::vector<CodepointRange>;
+
+struct RangeLess {
+  bool operator()(const RangeVec& a, const RangeVec& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                        [](const CodepointRange& x, const CodepointRange& y) {
+                                          return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
+                                        });
+  }
+};
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const Limits& limits, const Budget& budget) : limits_(limits), budget_(budget) {}
+
+  Nfa run(const NodePtr& root) {
+    collect_sets(*root);
+    partition();
+    nfa_.match = new_state(NfaState::Match);
+    nfa_.start = build(*root, nfa_.match);
+    return std::move(nfa_);
+  }
+
+ private:
+  void collect_sets(const Node& n) {
+    if (n.kind == NodeKind::RuleRef) throw InternalError("a grammar rule reference cannot be compiled to a DFA");
+    if (n.kind == NodeKind::Chars) {
+      auto it = set_ids_.find(n.chars.ranges());
+      if (it == set_ids_.end()) {
+        const auto id = static_cast<std::int32_t>(sets_.size());
+        set_ids_.emplace(n.chars.ranges(), id);
+        sets_.push_back(&n.chars);
+      }
+    }
+    for (const auto& k : n.kids) collect_sets(*k);
+  }
+
+  // Elementary intervals between all range boundaries, refined set by set into classes.
+  void partition() {
+    std::vector<std::uint32_t> cuts;
+    for (const CharSet* s : sets_)
+      for (const auto& r : s->ranges()) {
+        cuts.push_back(r.lo);
+        cuts.push_back(r.hi + 1);
+      }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    // Interval e = [cuts[e], cuts[e+1]-1]; surrogates never appear inside one because no set
+    // contains them and every set boundary is a cut.
+    const std::size_t ne = cuts.empty() ? 0 : cuts.size() - 1;
+    std::vector<std::uint32_t> cls(ne, 0);  // 0 = in no set yet
+    std::vector<std::uint32_t> remap_stamp, remap_to;
+    std::uint32_t next_id = 1, round = 0;
+    auto each_interval = [&](const CharSet& s, auto&& fn) {
+      for (const auto& r : s.ranges()) {
+        std::size_t e = static_cast<std::size_t>(std::lower_bound(cuts.begin(), cuts.end(), r.lo) - cuts.begin());
+        for (; e < ne && cuts[e] <= r.hi; ++e) fn(e);
+      }
+    };
+    for (const CharSet* s : sets_) {
+      ++round;
+      each_interval(*s, [&](std::size_t e) {
+        const std::uint32_t old = cls[e];
+        if (old >= remap_stamp.size()) {
+          remap_stamp.resize(old + 1, 0);
+          remap_to.resize(old + 1, 0);
+        }
+        if (remap_stamp[old] != round) {
+          remap_stamp[old] = round;
+          remap_to[old] = next_id++;
+        }
+        cls[e] = remap_to[old];
+      });
+    }
+    // Compact ids in order of first code point; intervals in no set get no class.
+    std::vector<std::int32_t> final_id(next_id, -1);
+    std::vector<std::int32_t> interval_class(ne, -1);
+    for (std::size_t e = 0; e < ne; ++e) {
+      if (cls[e] == 0) continue;
+      auto& f = final_id[cls[e]];
+      if (f < 0) {
+        f = static_cast<std::int32_t>(nfa_.class_ranges.size());
+        nfa_.class_ranges.emplace_back();
+      }
+      interval_class[e] = f;
+      auto& rs = nfa_.class_ranges[static_cast<std::size_t>(f)];
+      const std::uint32_t lo = cuts[e], hi = cuts[e + 1] - 1;
+      if (!rs.empty() && rs.back().hi + 1 == lo)
+        rs.back().hi = hi;
+      else
+        rs.push_back({lo, hi});
+    }
+    std::vector<std::uint32_t> seen(nfa_.class_ranges.size(), 0);
+    std::uint32_t stamp = 0;
+    for (const CharSet* s : sets_) {
+      ++stamp;
+      std::vector<std::uint32_t> list;
+      each_interval(*s, [&](std::size_t e) {
+        const auto c = static_cast<std::uint32_t>(interval_class[e]);
+        if (seen[c] != stamp) {
+          seen[c] = stamp;
+          list.push_back(c);
+        }
+      });
+      std::sort(list.begin(), list.end());
+      nfa_.set_classes.push_back(std::move(list));
+    }
+  }
+
+  std::int32_t new_state(NfaState::Kind kind) {
+    if (nfa_.states.size() >= limits_.max_nfa_states)
+      throw LimitExceeded("max_nfa_states", nfa_.states.size() + 1, limits_.max_nfa_states,
+                          "regex expands to too many NFA states");
+    if ((nfa_.states.size() & 1023) == 1023) budget_.check("building a regex NFA");
+    nfa_.states.emplace_back();
+    nfa_.states.back().kind = kind;
+    return static_cast<std::int32_t>(nfa_.states.size() - 1);
+  }
+
+  // Compiles `n` so that it continues to state `next`; returns the entry state.
+  std::int32_t build(const Node& n, std::int32_t next) {
+    switch (n.kind) {
+      case NodeKind::Empty:
+        return next;
+      case NodeKind::Chars: {
+        const std::int32_t s = new_state(NfaState::Char);
+        nfa_.states[static_cast<std::size_t>(s)].set = set_ids_.at(n.chars.ranges());
+        nfa_.states[static_cast<std::size_t>(s)].next = next;
+        return s;
+      }
+      case NodeKind::Concat: {
+        for (auto it = n.kids.rbegin(); it != n.kids.rend(); ++it) next = build(**it, next);
+        return next;
+      }
+      case NodeKind::Alt: {
+        const std::int32_t s = new_state(NfaState::Eps);
+        std::vector<std::int32_t> entries;
+        for (const auto& k : n.kids) entries.push_back(build(*k, next));
+        nfa_.states[static_cast<std::size_t>(s)].eps = std::move(entries);
+        return s;
+      }
+      case NodeKind::Repeat: {
+        const Node& kid = *n.kids[0];
+        std::int32_t cont = next;
+        std::uint32_t plain = n.min;
+        if (n.max == Node::kUnbounded) {
+          // A looping copy: loop -> {kid -> loop, next}.
+          const std::int32_t loop = new_state(NfaState::Eps);
+          const std::int32_t body = build(kid, loop);
+          nfa_.states[static_cast<std::size_t>(loop)].eps = {body, next};
+          if (n.min == 0) {
+            cont = loop;
+          } else {
+            cont = body;  // the first pass through the loop is mandatory
+            plain = n.min - 1;
+          }
+        } else {
+          for (std::uint32_t k = n.min; k < n.max; ++k) {
+            const std::int32_t opt = new_state(NfaState::Eps);
+            const std::int32_t body = build(kid, cont);
+            nfa_.states[static_cast<std::size_t>(opt)].eps = {body, next};
+            cont = opt;
+          }
+        }
+        for (std::uint32_t k = 0; k < plain; ++k) cont = build(kid, cont);
+        return cont;
+      }
+      case NodeKind::RuleRef:
+        break;
+    }
+    throw InternalError("a grammar rule reference cannot be compiled to a DFA");
+  }
+
+  const Limits& limits_;
+  const Budget& budget_;
+  Nfa nfa_;
+  std::map<RangeVec, std::int32_t, RangeLess> set_ids_;
+  std::vector<const CharSet*> sets_;
+};
+
+}  // namespace
+
+Nfa build_nfa(const NodePtr& regex, const Limits& limits, const Budget& budget) {
+  if (estimate_nfa_size(regex) > limits.max_nfa_states)
+    throw LimitExceeded("max_nfa_states", estimate_nfa_size(regex), limits.max_nfa_states,
+                        "regex expands to too many NFA states");
+  return NfaBuilder(limits, budget).run(regex);
+}
+
+}  // namespace corral

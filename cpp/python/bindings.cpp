@@ -1,0 +1,215 @@
+// bindings.cpp — the thin nanobind layer: corral._core. No logic lives here; every engine
+// error type maps one-to-one to its twin in corral/errors.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "compile.hpp"
+#include "matcher.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace corral;
+
+namespace {
+
+using Bitmask = nb::ndarray<std::int32_t, nb::c_contig, nb::device::cpu>;
+
+std::int32_t* bitmask_row(Bitmask& bm, std::size_t row, std::uint32_t words) {
+  if (bm.ndim() == 1) {
+    if (row != 0) throw nb::index_error("row must be 0 for a 1-D bitmask");
+    if (bm.shape(0) < words)
+      throw nb::value_error(("bitmask has " + std::to_string(bm.shape(0)) + " words per row, need " +
+                             std::to_string(words)).c_str());
+    return bm.data();
+  }
+  if (bm.ndim() != 2) throw nb::value_error("bitmask must be 1-D or 2-D int32");
+  if (row >= bm.shape(0))
+    throw nb::index_error(("row " + std::to_string(row) + " out of range for a bitmask with " +
+                           std::to_string(bm.shape(0)) + " rows").c_str());
+  if (bm.shape(1) < words)
+    throw nb::value_error(("bitmask has " + std::to_string(bm.shape(1)) + " words per row, need " +
+                           std::to_string(words)).c_str());
+  return bm.data() + row * bm.shape(1);
+}
+
+Limits limits_from(const nb::dict& d) {
+  Limits l;
+  for (auto [k, v] : d) {
+    std::string key = nb::cast<std::string>(k);
+    auto val = nb::cast<std::uint32_t>(v);
+    if (key == "max_nfa_states") l.max_nfa_states = val;
+    else if (key == "max_dfa_states") l.max_dfa_states = val;
+    else if (key == "max_total_dfa_states") l.max_total_dfa_states = val;
+    else if (key == "max_nesting") l.max_nesting = val;
+    else if (key == "max_productions") l.max_productions = val;
+    else if (key == "max_compile_ms") l.max_compile_ms = val;
+    else if (key == "max_items_per_set") l.max_items_per_set = val;
+    else throw nb::type_error(("unknown limit '" + key + "'").c_str());
+  }
+  return l;
+}
+
+nb::dict default_limits() {
+  Limits l;
+  nb::dict d;
+  d["max_nfa_states"] = l.max_nfa_states;
+  d["max_dfa_states"] = l.max_dfa_states;
+  d["max_total_dfa_states"] = l.max_total_dfa_states;
+  d["max_nesting"] = l.max_nesting;
+  d["max_productions"] = l.max_productions;
+  d["max_compile_ms"] = l.max_compile_ms;
+  d["max_items_per_set"] = l.max_items_per_set;
+  return d;
+}
+
+void raise_py(const char* cls, nb::object args_tuple) {
+  nb::object errors = nb::module_::import_("corral.errors");
+  nb::object exc = errors.attr(cls)(*args_tuple);
+  PyErr_SetObject(exc.type().ptr(), exc.ptr());
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "corral's native engine (thin bindings; use the `corral` package API).";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const CompileError& e) {
+      raise_py("CompileError", nb::make_tuple(e.bare_message(), e.offset(), e.line(), e.column()));
+    } catch (const LimitExceeded& e) {
+      raise_py("LimitExceeded", nb::make_tuple(e.limit(), e.given(), e.limit_value(), std::string(e.what())));
+    } catch (const TokenizerError& e) {
+      raise_py("TokenizerError", nb::make_tuple(std::string(e.what())));
+    } catch (const InternalError& e) {
+      raise_py("InternalError", nb::make_tuple(std::string(e.what())));
+    }
+  });
+
+  m.def("default_limits", &default_limits, "The default compile/match limits as a dict.");
+
+  nb::class_<Vocabulary>(m, "Vocabulary")
+      .def("__init__",
+           [](Vocabulary* self, const std::vector<nb::bytes>& tokens, const std::vector<std::int32_t>& special,
+              const std::vector<std::int32_t>& eos, std::uint32_t width) {
+             std::vector<std::string> t;
+             t.reserve(tokens.size());
+             for (const auto& b : tokens) t.emplace_back(b.c_str(), b.size());
+             new (self) Vocabulary(std::move(t), special, eos, width);
+           },
+           "tokens"_a, "special_ids"_a, "eos_ids"_a, "width"_a)
+      .def_prop_ro("size", &Vocabulary::size)
+      .def_prop_ro("width", &Vocabulary::width)
+      .def_prop_ro("mask_words", &Vocabulary::mask_words)
+      .def_prop_ro("eos_ids", [](const Vocabulary& v) { return v.eos_ids(); })
+      .def_prop_ro("trie_nodes", [](const Vocabulary& v) { return v.trie().num_nodes(); });
+
+  nb::class_<Matcher>(m, "Matcher")
+      .def("fill_next_token_bitmask",
+           [](Matcher& self, Bitmask bitmask, std::size_t row) {
+             std::int32_t* dst = bitmask_row(bitmask, row, self.compiled().vocab().mask_words());
+             nb::gil_scoped_release release;
+             self.fill_next_token_bitmask(dst);
+           },
+           nb::arg("bitmask").noconvert(), "row"_a = 0,
+           "Write the allowed-token mask (packed int32: bit t of word t//32) into row `row` of "
+           "`bitmask` (numpy or torch CPU int32, shape (batch, ceil(width/32)) or (words,)).")
+      .def("accept_token", &Matcher::accept_token, "token_id"_a,
+           "Advance by one token. Returns False (state unchanged) if the token is not allowed.")
+      .def("accept_bytes",
+           [](Matcher& self, nb::bytes data) { return self.accept_bytes(std::string_view(data.c_str(), data.size())); },
+           "data"_a, "Advance by raw bytes (one rollback step). False (unchanged) if invalid.")
+      .def("accept_string",
+           [](Matcher& self, const std::string& s) { return self.accept_bytes(s); }, "text"_a,
+           "Advance by the UTF-8 bytes of `text` (one rollback step).")
+      .def("rollback", &Matcher::rollback, "n"_a = 1, "Undo the last n accepted steps.")
+      .def("is_accepting", &Matcher::is_accepting, "Is the output so far complete (EOS allowed)?")
+      .def("is_terminated", &Matcher::is_terminated, "Has EOS been accepted?")
+      .def("forced_bytes",
+           [](Matcher& self, std::size_t max_bytes) { auto s = self.forced_bytes(max_bytes); return nb::bytes(s.data(), s.size()); },
+           "max_bytes"_a = 4096, "Bytes every valid continuation starts with (for jump-ahead).")
+      .def("shortest_completion",
+           [](Matcher& self, std::size_t max_bytes) { auto s = self.shortest_completion(max_bytes); return nb::bytes(s.data(), s.size()); },
+           "max_bytes"_a = 1 << 20, "The shortest bytes that complete the output.")
+      .def("reset", &Matcher::reset, "Back to the initial state.")
+      .def("copy", [](const Matcher& self) { return Matcher(self); }, "An independent copy.")
+      .def("__copy__", [](const Matcher& self) { return Matcher(self); })
+      .def_prop_ro("num_steps", &Matcher::num_steps)
+      .def_prop_ro("error", [](const Matcher& self) { return self.error(); },
+                   "Why the matcher entered its error state ('' when healthy).");
+
+  nb::class_<CompiledGrammar>(m, "CompiledGrammar")
+      .def("matcher", [](std::shared_ptr<const CompiledGrammar> self) { return Matcher(std::move(self)); })
+      .def_prop_ro("grammar_text", [](const CompiledGrammar& g) { return g.grammar().to_string(); })
+      .def_prop_ro("num_terminals", [](const CompiledGrammar& g) { return g.grammar().terminals.size(); })
+      .def("cache_stats", [](const CompiledGrammar& g) {
+        nb::dict d;
+        d["entries"] = g.cache_entries();
+        d["bytes"] = g.cache_bytes();
+        d["hits"] = g.cache_hits();
+        d["misses"] = g.cache_misses();
+        return d;
+      });
+
+  m.def("compile_regex",
+        [](const std::string& pattern, std::shared_ptr<const Vocabulary> vocab, const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          return compile_regex(pattern, std::move(vocab), l);
+        },
+        "pattern"_a, "vocab"_a, "limits"_a);
+  m.def("compile_grammar",
+        [](const std::string& text, const std::string& start, std::shared_ptr<const Vocabulary> vocab,
+           const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          return compile_grammar(text, start, std::move(vocab), l);
+        },
+        "text"_a, "start"_a, "vocab"_a, "limits"_a);
+  m.def("compile_json",
+        [](std::shared_ptr<const Vocabulary> vocab, const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          return compile_json(std::move(vocab), l);
+        },
+        "vocab"_a, "limits"_a);
+  m.def("json_grammar_text", []() { return std::string(json_grammar_text()); });
+
+  m.def("fill_next_token_bitmasks",
+        [](std::vector<Matcher*> matchers, Bitmask bitmask, std::vector<std::size_t> rows, std::size_t threads) {
+          if (rows.empty())
+            for (std::size_t i = 0; i < matchers.size(); ++i) rows.push_back(i);
+          if (rows.size() != matchers.size()) throw nb::value_error("rows must have one entry per matcher");
+          std::vector<std::int32_t*> dst(matchers.size());
+          for (std::size_t i = 0; i < matchers.size(); ++i) {
+            if (!matchers[i]) throw nb::type_error("matchers must not contain None");
+            dst[i] = bitmask_row(bitmask, rows[i], matchers[i]->compiled().vocab().mask_words());
+          }
+          for (std::size_t i = 0; i < matchers.size(); ++i)
+            for (std::size_t j = i + 1; j < matchers.size(); ++j)
+              if (matchers[i] == matchers[j]) throw nb::value_error("the same matcher appears twice in the batch");
+          nb::gil_scoped_release release;
+          std::size_t n = matchers.size();
+          std::size_t t = std::min(n, threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
+          if (t <= 1) {
+            for (std::size_t i = 0; i < n; ++i) matchers[i]->fill_next_token_bitmask(dst[i]);
+            return;
+          }
+          std::vector<std::thread> pool;
+          for (std::size_t w = 0; w < t; ++w)
+            pool.emplace_back([&, w] {
+              for (std::size_t i = w; i < n; i += t) matchers[i]->fill_next_token_bitmask(dst[i]);
+            });
+          for (auto& th : pool) th.join();
+        },
+        "matchers"_a, nb::arg("bitmask").noconvert(), "rows"_a = std::vector<std::size_t>(), "threads"_a = 0,
+        "Fill the masks of many matchers at once (GIL released, one thread per core).");
+}

@@ -1,0 +1,110 @@
+// test_grammar.cpp — grammar text → IR → Earley parser, through the C++ API.
+#include <string>
+
+#include "earley.hpp"
+#include "grammar.hpp"
+#include "testing.hpp"
+
+using namespace corral;
+
+namespace {
+
+Grammar build(const std::string& text) {
+  Limits limits;
+  Budget budget(limits.max_compile_ms);
+  return lower_grammar(parse_grammar_text(text, "root", limits), limits, budget);
+}
+
+bool parses(const Grammar& g, const std::string& s, bool* complete = nullptr) {
+  EarleyParser p(g, 100000);
+  for (char c : s)
+    if (!p.push_byte(static_cast<std::uint8_t>(c))) return false;
+  if (complete) *complete = p.accepting();
+  return true;
+}
+
+bool accepts(const Grammar& g, const std::string& s) {
+  bool complete = false;
+  return parses(g, s, &complete) && complete;
+}
+
+}  // namespace
+
+TEST(grammar_json_accepts_and_rejects) {
+  Grammar g = build(json_grammar_text());
+  EXPECT(accepts(g, R"G({"a": [1, 2.5e3, "x\n\u00e9"], "b": {"c": null}})G"));
+  EXPECT(accepts(g, " [ ] "));
+  EXPECT(accepts(g, "-0.5"));
+  EXPECT(!accepts(g, "[1,]"));
+  EXPECT(!accepts(g, "01"));
+  EXPECT(!parses(g, "{\"a\n"));
+  bool complete = true;
+  EXPECT(parses(g, "{\"a\": [", &complete));
+  EXPECT(!complete);
+}
+
+TEST(grammar_non_greedy_terminals_are_exact) {
+  // Character-level semantics: "abcd" splits as "ab" "cd" even though "abc" is a longer match.
+  Grammar g = build(R"G(root ::= ("ab" | "abc") "cd" x
+x ::= "" | "[" x "]")G");
+  EXPECT(accepts(g, "abcd"));
+  EXPECT(accepts(g, "abccd"));
+  EXPECT(accepts(g, "abcd[[]]"));
+  EXPECT(!accepts(g, "abcd[[]"));
+  // Greedy-lexer trap: [a-z]* followed by a literal that its class also matches.
+  Grammar h = build(R"G(root ::= [a-z]* "z" ";" root | "")G");
+  EXPECT(accepts(h, "abz;z;"));
+  EXPECT(!accepts(h, "ab;"));
+}
+
+TEST(grammar_left_and_right_recursion_and_nullable) {
+  Grammar g = build(R"G(root ::= list
+list ::= list "," item | item | ""
+item ::= "(" list ")" | [0-9]+)G");
+  EXPECT(accepts(g, ""));
+  EXPECT(accepts(g, "1,(2,(3,4),()),5"));
+  EXPECT(!accepts(g, "1,(2"));
+  std::string deep(2000, '(');
+  deep += std::string(2000, ')');
+  EXPECT(accepts(g, deep));
+}
+
+TEST(grammar_repetition_counts) {
+  Grammar g = build(R"G(root ::= (x ","){2,3}
+x ::= "[" x? "]")G");
+  EXPECT(!accepts(g, "[],"));
+  EXPECT(accepts(g, "[],[[]],"));
+  EXPECT(accepts(g, "[],[],[],"));
+  EXPECT(!accepts(g, "[],[],[],[],"));
+}
+
+TEST(grammar_prints_canonically) {
+  Grammar g = build(R"G(root ::= "a" b
+b ::= "b" b | "c")G");
+  std::string s = g.to_string();
+  EXPECT(s.find("start ::= root") != std::string::npos);
+  EXPECT(s.find("b ::=") != std::string::npos);
+}
+
+TEST(earley_rollback_restores_state) {
+  Grammar g = build(json_grammar_text());
+  EarleyParser p(g, 100000);
+  std::string a = R"G({"k": [1, 2)G";
+  for (char c : a) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));
+  std::size_t mark = p.num_sets();
+  for (char c : std::string(", {\"z\": true}]")) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));
+  p.pop_to(mark);
+  EXPECT_EQ(p.shortest_completion(1000), std::string("]}"));
+}
+
+TEST(earley_shortest_completion_is_valid) {
+  Grammar g = build(R"G(root ::= "<" tag ">" body "</" tag ">"
+tag ::= [a-z]+
+body ::= "" | root body | [^<>]+)G");
+  EarleyParser p(g, 100000);
+  for (char c : std::string("<ab><c>x")) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));
+  std::string comp = p.shortest_completion(1000);
+  for (char c : comp) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));
+  EXPECT(p.accepting());
+  EXPECT_EQ(comp.size(), std::size_t(8));  // "</a></a>"
+}

@@ -1,0 +1,91 @@
+// vocab.cpp — Vocabulary validation and the preorder token trie (see vocab.hpp).
+#include "vocab.hpp"
+
+#include <algorithm>
+
+#include "errors.hpp"
+
+namespace corral {
+
+TokenTrie TokenTrie::build(std::vector<std::pair<std::string_view, std::int32_t>> entries) {
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const auto& e) { return e.first.empty(); }),
+                entries.end());
+  // Sorted byte strings visit the trie in preorder, so nodes are appended in preorder.
+  std::sort(entries.begin(), entries.end());
+  TokenTrie t;
+  t.byte_.push_back(0);
+  t.depth_.push_back(0);
+  t.subtree_end_.push_back(0);
+  std::vector<std::uint32_t> path{0};  // node at each depth along the current token
+  std::vector<std::vector<std::int32_t>> node_tokens(1);
+  std::string_view prev;
+  for (const auto& [bytes, id] : entries) {
+    std::size_t common = 0;
+    while (common < prev.size() && common < bytes.size() && prev[common] == bytes[common]) ++common;
+    // Close the nodes deeper than the common prefix.
+    while (path.size() > common + 1) {
+      t.subtree_end_[path.back()] = static_cast<std::uint32_t>(t.byte_.size());
+      path.pop_back();
+    }
+    for (std::size_t d = common; d < bytes.size(); ++d) {
+      t.byte_.push_back(static_cast<std::uint8_t>(bytes[d]));
+      t.depth_.push_back(static_cast<std::uint32_t>(d + 1));
+      t.subtree_end_.push_back(0);
+      node_tokens.emplace_back();
+      path.push_back(static_cast<std::uint32_t>(t.byte_.size() - 1));
+    }
+    node_tokens[path.back()].push_back(id);
+    t.max_depth_ = std::max(t.max_depth_, static_cast<std::uint32_t>(bytes.size()));
+    prev = bytes;
+  }
+  while (!path.empty()) {
+    t.subtree_end_[path.back()] = static_cast<std::uint32_t>(t.byte_.size());
+    path.pop_back();
+  }
+  t.tok_begin_.reserve(t.byte_.size() + 1);
+  for (auto& v : node_tokens) {
+    t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
+    t.toks_.insert(t.toks_.end(), v.begin(), v.end());
+  }
+  t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
+  return t;
+}
+
+std::size_t TokenTrie::memory_bytes() const {
+  return byte_.size() * (1 + 4 + 4 + 4) + toks_.size() * 4;
+}
+
+Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<std::int32_t>& special_ids,
+                       std::vector<std::int32_t> eos_ids, std::uint32_t width)
+    : tokens_(std::move(tokens)), eos_(std::move(eos_ids)), width_(width) {
+  const auto n = static_cast<std::int64_t>(tokens_.size());
+  if (width_ < tokens_.size())
+    throw TokenizerError("logits width " + std::to_string(width_) + " is smaller than the vocabulary (" +
+                         std::to_string(n) + " tokens)");
+  special_.assign(tokens_.size(), 0);
+  for (std::int32_t id : special_ids) {
+    if (id < 0 || id >= n)
+      throw TokenizerError("special token id " + std::to_string(id) + " is outside the vocabulary");
+    special_[static_cast<std::size_t>(id)] = 1;
+  }
+  for (std::int32_t id : eos_) {
+    if (id < 0 || id >= n)
+      throw TokenizerError("EOS token id " + std::to_string(id) + " is outside the vocabulary");
+  }
+  std::vector<std::pair<std::string_view, std::int32_t>> entries;
+  entries.reserve(tokens_.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (special_[static_cast<std::size_t>(i)]) continue;
+    bool eos = std::find(eos_.begin(), eos_.end(), static_cast<std::int32_t>(i)) != eos_.end();
+    if (eos) continue;  // EOS is governed by the grammar's accepting state, never by its bytes
+    entries.emplace_back(tokens_[static_cast<std::size_t>(i)], static_cast<std::int32_t>(i));
+  }
+  trie_ = TokenTrie::build(std::move(entries));
+}
+
+bool Vocabulary::is_eos(std::int32_t id) const {
+  return std::find(eos_.begin(), eos_.end(), id) != eos_.end();
+}
+
+}  // namespace corral

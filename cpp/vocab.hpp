@@ -1,0 +1,67 @@
+// vocab.hpp — a model's vocabulary as the engine sees it, and the token trie.
+//
+// In:  each token id's exact byte string, the special ids, the EOS ids, the logits width.
+// Out: a prefix trie over the byte strings of the *ordinary* tokens (special and empty tokens
+//      are not in it, so no byte-level walk can ever allow them).
+// Knows nothing about grammars. The trie is stored in preorder with each node's subtree end, so
+// a mask computation walks it as a flat array and skips a dead subtree with one assignment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corral {
+
+class TokenTrie {
+ public:
+  /// Build from (bytes, token id) pairs; pairs with empty bytes are ignored.
+  static TokenTrie build(std::vector<std::pair<std::string_view, std::int32_t>> entries);
+
+  std::uint32_t num_nodes() const { return static_cast<std::uint32_t>(byte_.size()); }
+  // Node 0 is the root (depth 0, no byte).
+  std::uint8_t byte(std::uint32_t n) const { return byte_[n]; }
+  std::uint32_t depth(std::uint32_t n) const { return depth_[n]; }
+  std::uint32_t subtree_end(std::uint32_t n) const { return subtree_end_[n]; }
+  /// Tokens whose bytes end exactly at node n.
+  const std::int32_t* tokens_begin(std::uint32_t n) const { return toks_.data() + tok_begin_[n]; }
+  const std::int32_t* tokens_end(std::uint32_t n) const { return toks_.data() + tok_begin_[n + 1]; }
+  std::uint32_t max_depth() const { return max_depth_; }
+  std::size_t memory_bytes() const;
+
+ private:
+  std::vector<std::uint8_t> byte_;
+  std::vector<std::uint32_t> depth_;
+  std::vector<std::uint32_t> subtree_end_;
+  std::vector<std::uint32_t> tok_begin_;  // num_nodes + 1
+  std::vector<std::int32_t> toks_;
+  std::uint32_t max_depth_ = 0;
+};
+
+class Vocabulary {
+ public:
+  /// Throws TokenizerError for ids out of range or a width smaller than the vocabulary.
+  Vocabulary(std::vector<std::string> tokens, const std::vector<std::int32_t>& special_ids,
+             std::vector<std::int32_t> eos_ids, std::uint32_t width);
+
+  std::uint32_t size() const { return static_cast<std::uint32_t>(tokens_.size()); }
+  /// Logits width: ids in [size, width) exist in the model but are never allowed.
+  std::uint32_t width() const { return width_; }
+  /// int32 words per bitmask row.
+  std::uint32_t mask_words() const { return (width_ + 31) / 32; }
+  const std::string& bytes(std::int32_t id) const { return tokens_[static_cast<std::size_t>(id)]; }
+  bool is_special(std::int32_t id) const { return special_[static_cast<std::size_t>(id)] != 0; }
+  bool is_eos(std::int32_t id) const;
+  const std::vector<std::int32_t>& eos_ids() const { return eos_; }
+  const TokenTrie& trie() const { return trie_; }
+
+ private:
+  std::vector<std::string> tokens_;
+  std::vector<std::uint8_t> special_;
+  std::vector<std::int32_t> eos_;
+  std::uint32_t width_;
+  TokenTrie trie_;
+};
+
+}  // namespace corral

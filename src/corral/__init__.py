@@ -1,0 +1,40 @@
+"""corral — output that is guaranteed to match a regex, a grammar or JSON.
+
+corral compiles a constraint once into automata over bytes, binds it to a model's vocabulary,
+and at every decoding step gives the sampler a bitmask of the tokens that keep the output
+completable. See the README for the API, the grammar syntax and the limits.
+"""
+
+from corral.engine import (
+    DEFAULT_LIMITS,
+    CompiledGrammar,
+    Matcher,
+    allocate_bitmask,
+    allowed_tokens,
+    compile_grammar,
+    compile_json,
+    compile_regex,
+    fill_next_token_bitmasks,
+)
+from corral.errors import CompileError, CorralError, InternalError, LimitExceeded, TokenizerError
+from corral.tokenizer import Tokenizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "CompileError",
+    "CompiledGrammar",
+    "CorralError",
+    "InternalError",
+    "LimitExceeded",
+    "Matcher",
+    "Tokenizer",
+    "TokenizerError",
+    "allocate_bitmask",
+    "allowed_tokens",
+    "compile_grammar",
+    "compile_json",
+    "compile_regex",
+    "fill_next_token_bitmasks",
+]

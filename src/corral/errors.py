@@ -1,0 +1,110 @@
+"""Exception hierarchy for corral.
+
+Every error raised deliberately by corral derives from :class:`CorralError`,
+so ``except corral.errors.CorralError`` catches all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CompileError",
+    "CorralError",
+    "InternalError",
+    "LimitExceeded",
+    "TokenizerError",
+]
+
+
+class CorralError(Exception):
+    """Base class of every exception raised by corral."""
+
+
+class CompileError(CorralError):
+    """A regex, grammar or JSON schema could not be compiled.
+
+    Parameters
+    ----------
+    message : str
+        Human-readable description of the problem.
+    offset : int or None, optional
+        0-based character offset of the problem in the source text.
+    line : int or None, optional
+        1-based line number of the problem in the source text.
+    column : int or None, optional
+        1-based column number of the problem in the source text.
+
+    Attributes
+    ----------
+    message : str
+        The description, without position information.
+    offset, line, column : int or None
+        Position of the problem, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        offset: int | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.message = message
+        self.offset = offset
+        self.line = line
+        self.column = column
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        if self.line is not None and self.column is not None:
+            return f"{self.message} (line {self.line}, column {self.column})"
+        if self.offset is not None:
+            return f"{self.message} (at offset {self.offset})"
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.offset, self.line, self.column))
+
+
+class LimitExceeded(CorralError):
+    """A configured resource limit (states, nesting depth, ...) was exceeded.
+
+    Parameters
+    ----------
+    limit : str
+        Name of the limit, e.g. ``"max_states"``.
+    given : int
+        The amount that was needed or requested.
+    limit_value : int
+        The configured maximum.
+
+    Attributes
+    ----------
+    limit : str
+    given : int
+    limit_value : int
+    """
+
+    def __init__(self, limit: str, given: int, limit_value: int, message: str | None = None) -> None:
+        self.limit = limit
+        self.given = given
+        self.limit_value = limit_value
+        self.message = message or f"limit {limit!r} exceeded: needed {given}, limit is {limit_value}"
+        super().__init__(self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.limit, self.given, self.limit_value, self.message))
+
+
+class TokenizerError(CorralError):
+    """A tokenizer could not be loaded, validated or used.
+
+    Raised for malformed or unsupported vocabularies, invalid ``width`` or
+    EOS ids, undeterminable EOS tokens, and ``encode`` on a tokenizer that has
+    no encoder.
+    """
+
+
+class InternalError(CorralError):
+    """A broken internal invariant: a bug in corral, never the caller's fault. Please report it."""
