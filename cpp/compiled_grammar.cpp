@@ -54,9 +54,9 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   out.allowed.assign(vocab_->mask_words(), 0);
   // Active group and the depth its split happened at, per trie depth.
   std::vector<std::int32_t> grp(trie.max_depth() + 1, -1);
-  std::vector<std::uint32_t> grp_depth(trie.max_depth() + 1, 0);
+  std::vector<std::uint32_t> grp_split(trie.max_depth() + 1, 0);
   std::map<std::vector<std::int32_t>, std::int32_t> group_ids;
-  std::vector<std::vector<std::pair<std::string_view, std::int32_t>>> group_tokens;
+  std::vector<std::vector<std::pair<std::string_view, std::int32_t>>> heads;
 
   const std::uint32_t n = trie.num_nodes();
   std::uint32_t i = 1;
@@ -84,37 +84,42 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
         auto it = group_ids.find(v);
         std::int32_t id;
         if (it == group_ids.end()) {
-          id = static_cast<std::int32_t>(group_tokens.size());
+          id = static_cast<std::int32_t>(out.groups.size());
+          out.groups.push_back(FrontierEntry::Group{v, {}, {}});
+          heads.emplace_back();
           group_ids.emplace(std::move(v), id);
-          group_tokens.emplace_back();
         } else {
           id = it->second;
         }
         grp[d] = id;
-        grp_depth[d] = d;
+        grp_split[d] = i;
       } else {
         grp[d] = g;
-        grp_depth[d] = grp_depth[d - 1];
+        grp_split[d] = grp_split[d - 1];
       }
       ++i;
     } else {
+      // Dead lexically: if a group is active above, the matcher checks this subtree with the
+      // parser from the group's split node; otherwise no token below can be valid.
       if (g >= 0) {
-        // Every token below needs the parser from the split point on.
-        const std::uint32_t split = grp_depth[d - 1];
-        for (std::uint32_t j = i; j < trie.subtree_end(i); ++j)
-          for (const std::int32_t* t = trie.tokens_begin(j); t != trie.tokens_end(j); ++t)
-            group_tokens[static_cast<std::size_t>(g)].emplace_back(
-                std::string_view(vocab_->bytes(*t)).substr(split), *t);
+        // Head: the bytes from the split node through this node, read off a token below it.
+        std::uint32_t leaf = i;
+        while (trie.tokens_begin(leaf) == trie.tokens_end(leaf)) ++leaf;
+        const std::uint32_t d0 = trie.depth(grp_split[d - 1]);
+        auto& gr = out.groups[static_cast<std::size_t>(g)];
+        heads[static_cast<std::size_t>(g)].emplace_back(
+            std::string_view(vocab_->bytes(*trie.tokens_begin(leaf))).substr(d0, d - d0),
+            static_cast<std::int32_t>(gr.dead.size()));
+        gr.dead.push_back(i);
       }
       i = trie.subtree_end(i);
     }
   }
-  out.groups.resize(group_tokens.size());
-  for (const auto& [v, id] : group_ids) out.groups[static_cast<std::size_t>(id)].states = v;
   out.memory_bytes = out.allowed.size() * 4 + sizeof(FrontierEntry);
-  for (std::size_t gi = 0; gi < group_tokens.size(); ++gi) {
-    out.groups[gi].suffixes = TokenTrie::build(std::move(group_tokens[gi]));
-    out.memory_bytes += out.groups[gi].suffixes.memory_bytes() + m * 4;
+  for (std::size_t gi = 0; gi < out.groups.size(); ++gi) {
+    auto& g = out.groups[gi];
+    g.heads = TokenTrie::build(std::move(heads[gi]));
+    out.memory_bytes += g.states.size() * 4 + g.dead.size() * 4 + g.heads.memory_bytes();
   }
   return out;
 }

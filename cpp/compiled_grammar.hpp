@@ -6,8 +6,11 @@
 //   * allowed outright: all its bytes stay inside some terminal (a dense bitmask, cached);
 //   * undecided: some terminal can end inside the token, and what follows must be checked by
 //     the parser. These are grouped by the frontier's DFA states at their first such point
-//     (usually one or two groups), and each group keeps a trie of the token *suffixes* after it,
-//     so the parser checks each distinct suffix once (e.g. `",` `"}` `":` after a string).
+//     (usually one or two groups). Below a split, the tokens leave every terminal at some
+//     "dead" trie node; a group keeps a small trie of the distinct *heads* (bytes from the
+//     split through the dead node) and, per head, the dead nodes. The matcher walks the head
+//     trie with the parser once per distinct head (e.g. `,` `}` `:` after a closing quote,
+//     shared by thousands of tokens), then each dead node's subtree from there.
 // Everything else is rejected. Entries are computed lazily on first use and shared by every
 // matcher of this grammar; the object is immutable apart from the cache, which is guarded by a
 // shared mutex, so it is safe to use from many threads.
@@ -29,7 +32,8 @@ struct FrontierEntry {
   std::vector<std::uint32_t> allowed;  // mask words; bit t set: token t allowed outright
   struct Group {
     std::vector<std::int32_t> states;  // per frontier element: DFA state at the split (or -1)
-    TokenTrie suffixes;                // token bytes after the split
+    TokenTrie heads;                   // distinct heads; "token ids" index `dead`
+    std::vector<std::uint32_t> dead;   // vocabulary-trie nodes where tokens leave the terminals
   };
   std::vector<Group> groups;
   std::size_t memory_bytes = 0;

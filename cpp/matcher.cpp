@@ -67,18 +67,39 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
         mapped_[i] = item_elem_[i] == ~0u ? -1 : g.states[item_elem_[i]];
       const std::size_t before = parser_.num_sets();
       if (!parser_.push_states(mapped_.data())) continue;
-      const std::size_t base = parser_.num_sets();  // depth 0 of the suffix trie
-      const TokenTrie& t = g.suffixes;
+      const std::size_t base = parser_.num_sets();  // parser state at the split node
+      const TokenTrie& t = vocab.trie();
+      const TokenTrie& h = g.heads;
       std::uint32_t i = 1;
-      while (i < t.num_nodes()) {
-        parser_.pop_to(base + t.depth(i) - 1);
-        if (parser_.push_byte(t.byte(i))) {
-          for (const std::int32_t* tok = t.tokens_begin(i); tok != t.tokens_end(i); ++tok)
-            urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
-          ++i;
-        } else {
-          i = t.subtree_end(i);
+      while (i < h.num_nodes()) {
+        parser_.pop_to(base + h.depth(i) - 1);
+        if (!parser_.push_byte(h.byte(i))) {
+          i = h.subtree_end(i);
+          continue;
         }
+        // Every dead node with this head: its tokens are valid; walk below it.
+        for (const std::int32_t* x = h.tokens_begin(i); x != h.tokens_end(i); ++x) {
+          const std::uint32_t dead = g.dead[static_cast<std::size_t>(*x)];
+          for (const std::int32_t* tok = t.tokens_begin(dead); tok != t.tokens_end(dead); ++tok)
+            urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
+          const std::uint32_t end = t.subtree_end(dead);
+          if (dead + 1 == end) continue;
+          const std::size_t sub_base = parser_.num_sets();
+          const std::uint32_t dx = t.depth(dead);
+          std::uint32_t j = dead + 1;
+          while (j < end) {
+            parser_.pop_to(sub_base + (t.depth(j) - dx) - 1);
+            if (parser_.push_byte(t.byte(j))) {
+              for (const std::int32_t* tok = t.tokens_begin(j); tok != t.tokens_end(j); ++tok)
+                urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
+              ++j;
+            } else {
+              j = t.subtree_end(j);
+            }
+          }
+          parser_.pop_to(sub_base);
+        }
+        ++i;
       }
       parser_.pop_to(before);
     }

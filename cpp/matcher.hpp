@@ -58,6 +58,7 @@ class Matcher {
   std::vector<std::uint64_t> key_;
   std::vector<std::uint32_t> item_elem_;  // per item of the current set: frontier index or ~0
   std::vector<std::int32_t> mapped_;
+
 };
 
 }  // namespace corral
