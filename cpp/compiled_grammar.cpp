@@ -31,6 +31,27 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
   return it->second;
 }
 
+std::shared_ptr<const std::vector<std::uint32_t>> CompiledGrammar::memo_get(const Signature& sig) const {
+  std::shared_lock<std::shared_mutex> lock(memo_mu_);
+  auto it = memo_.find(sig);
+  return it == memo_.end() ? nullptr : it->second;
+}
+
+void CompiledGrammar::memo_put(const Signature& sig, const std::uint32_t* row) const {
+  const std::size_t words = vocab_->mask_words();
+  const std::size_t cap = static_cast<std::size_t>(limits_.max_mask_memo_mb) * 1024 * 1024 / (words * 4 + 64);
+  if (cap == 0) return;
+  auto v = std::make_shared<const std::vector<std::uint32_t>>(row, row + words);
+  std::unique_lock<std::shared_mutex> lock(memo_mu_);
+  if (memo_.size() >= cap) memo_.clear();
+  memo_.emplace(sig, std::move(v));
+}
+
+std::size_t CompiledGrammar::memo_entries() const {
+  std::shared_lock<std::shared_mutex> lock(memo_mu_);
+  return memo_.size();
+}
+
 std::size_t CompiledGrammar::cache_entries() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return cache_.size();
@@ -43,7 +64,13 @@ std::size_t CompiledGrammar::cache_bytes() const {
 
 FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& key) const {
   const TokenTrie& trie = vocab_->trie();
-  const std::size_t m = key.size();
+  std::uint32_t root = 0;
+  std::size_t m = key.size();
+  if (m > 0 && (key[m - 1] >> 32) == 0xFFFFFFFFull) {
+    root = static_cast<std::uint32_t>(key[m - 1]);
+    --m;
+  }
+  const std::uint32_t root_depth = trie.depth(root);
   std::vector<const Dfa*> dfas(m);
   std::vector<std::int32_t> states((trie.max_depth() + 1) * (m == 0 ? 1 : m), -1);
   for (std::size_t e = 0; e < m; ++e) {
@@ -51,17 +78,17 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     states[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(key[e]));
   }
   FrontierEntry out;
-  out.allowed.assign(vocab_->mask_words(), 0);
+  if (root == 0) out.allowed.assign(vocab_->mask_words(), 0);
   // Active group and the depth its split happened at, per trie depth.
   std::vector<std::int32_t> grp(trie.max_depth() + 1, -1);
   std::vector<std::uint32_t> grp_split(trie.max_depth() + 1, 0);
   std::map<std::vector<std::int32_t>, std::int32_t> group_ids;
   std::vector<std::vector<std::pair<std::string_view, std::int32_t>>> heads;
 
-  const std::uint32_t n = trie.num_nodes();
-  std::uint32_t i = 1;
+  const std::uint32_t n = trie.subtree_end(root);
+  std::uint32_t i = root + 1;
   while (i < n) {
-    const std::uint32_t d = trie.depth(i);
+    const std::uint32_t d = trie.depth(i) - root_depth;  // depth relative to the walk's root
     const std::uint8_t b = trie.byte(i);
     const std::int32_t* parent = &states[(d - 1) * m];
     std::int32_t* cur = &states[d * m];
@@ -77,8 +104,10 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     }
     const std::int32_t g = grp[d - 1];
     if (live) {
-      for (const std::int32_t* t = trie.tokens_begin(i); t != trie.tokens_end(i); ++t)
-        out.allowed[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
+      for (const std::int32_t* t = trie.tokens_begin(i); t != trie.tokens_end(i); ++t) {
+        if (root == 0) out.allowed[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
+        else out.allowed_ids.push_back(*t);
+      }
       if (g < 0 && acc && trie.subtree_end(i) > i + 1) {
         std::vector<std::int32_t> v(cur, cur + m);
         auto it = group_ids.find(v);
@@ -106,16 +135,24 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
         std::uint32_t leaf = i;
         while (trie.tokens_begin(leaf) == trie.tokens_end(leaf)) ++leaf;
         const std::uint32_t d0 = trie.depth(grp_split[d - 1]);
+        const std::uint32_t dabs = trie.depth(i);
         auto& gr = out.groups[static_cast<std::size_t>(g)];
         heads[static_cast<std::size_t>(g)].emplace_back(
-            std::string_view(vocab_->bytes(*trie.tokens_begin(leaf))).substr(d0, d - d0),
+            std::string_view(vocab_->bytes(*trie.tokens_begin(leaf))).substr(d0, dabs - d0),
             static_cast<std::int32_t>(gr.dead.size()));
         gr.dead.push_back(i);
       }
       i = trie.subtree_end(i);
     }
   }
-  out.memory_bytes = out.allowed.size() * 4 + sizeof(FrontierEntry);
+  if (root != 0 && out.allowed_ids.size() > vocab_->mask_words()) {
+    // Many ids: a dense mask is both smaller and faster to apply.
+    out.allowed.assign(vocab_->mask_words(), 0);
+    for (std::int32_t t : out.allowed_ids) out.allowed[static_cast<std::size_t>(t) >> 5] |= 1u << (t & 31);
+    out.allowed_ids.clear();
+    out.allowed_ids.shrink_to_fit();
+  }
+  out.memory_bytes = out.allowed.size() * 4 + out.allowed_ids.size() * 4 + sizeof(FrontierEntry);
   for (std::size_t gi = 0; gi < out.groups.size(); ++gi) {
     auto& g = out.groups[gi];
     g.heads = TokenTrie::build(std::move(heads[gi]));

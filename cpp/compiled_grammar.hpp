@@ -29,7 +29,10 @@
 namespace corral {
 
 struct FrontierEntry {
-  std::vector<std::uint32_t> allowed;  // mask words; bit t set: token t allowed outright
+  // Tokens allowed outright: dense mask words (always for whole-vocabulary entries), or a
+  // sparse id list for a small subtree entry (then `allowed` is empty).
+  std::vector<std::uint32_t> allowed;
+  std::vector<std::int32_t> allowed_ids;
   struct Group {
     std::vector<std::int32_t> states;  // per frontier element: DFA state at the split (or -1)
     TokenTrie heads;                   // distinct heads; "token ids" index `dead`
@@ -63,8 +66,20 @@ class CompiledGrammar {
   static std::uint64_t key_element(std::int32_t terminal, std::int32_t state) {
     return static_cast<std::uint64_t>(static_cast<std::uint32_t>(terminal)) << 32 | static_cast<std::uint32_t>(state);
   }
-  /// The cached entry for a frontier (sorted, unique key elements), computing it on a miss.
+  /// Optional last key element: restrict the entry to the tokens strictly below vocabulary-trie
+  /// node `node`, matched from that node's depth on (used after a parser step inside a token).
+  static std::uint64_t key_subtree(std::uint32_t node) { return 0xFFFFFFFF00000000ull | node; }
+  /// The cached entry for a frontier (sorted, unique key elements, optionally followed by a
+  /// key_subtree element), computing it on a miss.
   std::shared_ptr<const FrontierEntry> frontier_entry(const std::vector<std::uint64_t>& key) const;
+
+  using Signature = std::pair<std::uint64_t, std::uint64_t>;
+  /// Memoised whole mask for a parser-state signature (null on a miss).
+  std::shared_ptr<const std::vector<std::uint32_t>> memo_get(const Signature& sig) const;
+  /// Store a whole mask row (mask_words words). Bounded by Limits::max_mask_memo_mb: when full
+  /// the memo is cleared (cheap to refill; keeps memory bounded without per-hit bookkeeping).
+  void memo_put(const Signature& sig, const std::uint32_t* row) const;
+  std::size_t memo_entries() const;
 
   std::size_t cache_entries() const;
   std::size_t cache_bytes() const;
@@ -81,6 +96,11 @@ class CompiledGrammar {
   mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
   mutable std::size_t cache_bytes_ = 0;
   mutable std::atomic<std::uint64_t> hits_{0}, misses_{0};
+  struct SigHash {
+    std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }
+  };
+  mutable std::shared_mutex memo_mu_;
+  mutable std::unordered_map<Signature, std::shared_ptr<const std::vector<std::uint32_t>>, SigHash> memo_;
 };
 
 }  // namespace corral

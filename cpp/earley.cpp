@@ -8,6 +8,14 @@ namespace corral {
 namespace {
 constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max() / 4;
 
+inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  return x ^ (x >> 33);
+}
+
 inline std::uint64_t mix(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::int32_t d) {
   std::uint64_t h = (static_cast<std::uint64_t>(a) << 32 | b) * 0x9E3779B97F4A7C15ull;
   h ^= (static_cast<std::uint64_t>(c) << 32 | static_cast<std::uint32_t>(d)) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
@@ -25,6 +33,7 @@ void EarleyParser::reset() {
   items_.clear();
   set_start_.clear();
   set_accept_.clear();
+  wait_sig_.clear();
   costs_.clear();
   open_set();
   add(0, 0, 0, -1);
@@ -37,6 +46,7 @@ void EarleyParser::pop_to(std::size_t n) {
   if (n < set_start_.size()) items_.resize(set_start_[n]);
   set_start_.resize(n);
   set_accept_.resize(n);
+  wait_sig_.resize(n);
   if (costs_.size() > n) costs_.resize(n);
 }
 
@@ -135,7 +145,37 @@ bool EarleyParser::close_set() {
     for (std::int32_t p : g_->by_lhs[nt]) add(static_cast<std::uint32_t>(p), 0, static_cast<std::uint32_t>(k), -1);
     if (g_->nullable[nt]) add(it.prod, it.dot + 1, it.origin, -1);
   }
+  // Signature of the items waiting on a nonterminal (see state_signature). Items are unique in
+  // a set, so an order-independent sum of per-item hashes is canonical; an origin equal to this
+  // set is hashed as a fixed "self" marker.
+  std::uint64_t h1 = 0x243F6A8885A308D3ull, h2 = 0x13198A2E03707344ull;
+  for (std::size_t i = begin; i < items_.size(); ++i) {
+    const Item& it = items_[i];
+    const std::uint32_t pos = g_->rhs_begin[it.prod] + it.dot;
+    if (pos >= g_->rhs_begin[it.prod + 1] || g_->rhs_flat[pos].is_terminal()) continue;
+    const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
+    const std::uint64_t base = static_cast<std::uint64_t>(it.prod) << 32 | it.dot;
+    h1 += mix64(base ^ mix64(o.first));
+    h2 += mix64(base * 0x9E3779B97F4A7C15ull ^ mix64(o.second + 0x632BE59BD9B4E019ull));
+  }
+  wait_sig_.push_back({mix64(h1), mix64(h2 ^ h1)});
   return true;
+}
+
+std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
+  const std::size_t k = set_start_.size() - 1;
+  std::uint64_t h1 = wait_sig_[k].first ^ 0xA4093822299F31D0ull, h2 = wait_sig_[k].second;
+  for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
+    const Item& it = items_[i];
+    if (it.dstate < 0) continue;
+    const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
+    const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 40) ^ (static_cast<std::uint64_t>(it.dot) << 20) ^
+                               static_cast<std::uint32_t>(it.dstate);
+    h1 += mix64(base ^ mix64(o.first + 1));
+    h2 += mix64(base * 0xC2B2AE3D27D4EB4Full ^ mix64(o.second + 7));
+  }
+  h1 += set_accept_.back();
+  return {mix64(h1), mix64(h2 + h1)};
 }
 
 bool EarleyParser::push_states(const std::int32_t* new_states) {

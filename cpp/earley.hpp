@@ -56,6 +56,12 @@ class EarleyParser {
     return s.is_terminal() ? s.index() : -1;
   }
 
+  /// A 128-bit signature of everything the parser's future depends on: the current set's
+  /// scanning items and, recursively through origins, the items waiting on a nonterminal
+  /// (completed items and old scanning items can never act again). Equal signatures mean equal
+  /// futures (up to a 2^-128 hash collision), so masks can be memoised by it.
+  std::pair<std::uint64_t, std::uint64_t> state_signature() const;
+
   /// Bytes that can come next (bit b set in words[b / 64]).
   std::array<std::uint64_t, 4> next_bytes() const;
   /// The shortest byte string that completes a sentence from the current state (empty when
@@ -73,6 +79,7 @@ class EarleyParser {
   std::vector<Item> items_;
   std::vector<std::size_t> set_start_;
   std::vector<std::uint8_t> set_accept_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_sig_;  // per set
   // Dedup table for the set being built: open addressing over item indices, invalidated by
   // bumping a generation counter instead of clearing.
   std::vector<std::uint32_t> table_idx_;

@@ -32,6 +32,10 @@ struct Limits {
   /// Earley items in one parser set at decode time; a grammar that explodes past this puts the
   /// matcher into its error state instead of exhausting memory.
   std::uint32_t max_items_per_set = 50000;
+  /// Memory for memoised whole masks (per compiled grammar), MiB. A mask that needed parser work
+  /// is stored under the parser-state signature, so a recurring state costs one copy. Cost:
+  /// ceil(width/32)*4 bytes per entry (16 KiB at a 128k vocabulary). 0 disables it.
+  std::uint32_t max_mask_memo_mb = 64;
 };
 
 /// A deadline checked at loop heads of long-running compile stages.

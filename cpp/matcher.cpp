@@ -24,21 +24,73 @@ void Matcher::set_error(const std::string& what) {
   if (error_.empty()) error_ = what;
 }
 
-void Matcher::frontier_key() {
-  key_.clear();
+void Matcher::frontier_key(Scratch& sc, std::uint32_t subtree) {
+  sc.key.clear();
   const std::size_t b = parser_.cur_begin(), e = parser_.cur_end();
   for (std::size_t i = b; i < e; ++i) {
     const Item& it = parser_.item(i);
-    if (it.dstate >= 0) key_.push_back(CompiledGrammar::key_element(parser_.scanning_terminal(it), it.dstate));
+    if (it.dstate >= 0) sc.key.push_back(CompiledGrammar::key_element(parser_.scanning_terminal(it), it.dstate));
   }
-  std::sort(key_.begin(), key_.end());
-  key_.erase(std::unique(key_.begin(), key_.end()), key_.end());
-  item_elem_.assign(e - b, ~0u);
+  std::sort(sc.key.begin(), sc.key.end());
+  sc.key.erase(std::unique(sc.key.begin(), sc.key.end()), sc.key.end());
+  sc.item_elem.assign(e - b, ~0u);
   for (std::size_t i = b; i < e; ++i) {
     const Item& it = parser_.item(i);
     if (it.dstate < 0) continue;
     auto k = CompiledGrammar::key_element(parser_.scanning_terminal(it), it.dstate);
-    item_elem_[i - b] = static_cast<std::uint32_t>(std::lower_bound(key_.begin(), key_.end(), k) - key_.begin());
+    sc.item_elem[i - b] = static_cast<std::uint32_t>(std::lower_bound(sc.key.begin(), sc.key.end(), k) - sc.key.begin());
+  }
+  if (subtree != 0) sc.key.push_back(CompiledGrammar::key_subtree(subtree));
+}
+
+// Mark the tokens allowed from the parser's current state: at the vocabulary root (level 0,
+// `subtree` 0) or, after a parser step inside a token, below trie node `subtree` (whose own
+// tokens the caller has handled). Recursion depth is bounded by the longest token.
+void Matcher::mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size_t level) {
+  // Sized once (recursion depth <= longest token), so references stay valid while recursing.
+  if (scratch_.empty()) scratch_.resize(grammar_->vocab().trie().max_depth() + 2);
+  Scratch& sc = scratch_[level];
+  frontier_key(sc, subtree);
+  auto entry = grammar_->frontier_entry(sc.key);
+  const Vocabulary& vocab = grammar_->vocab();
+  const std::uint32_t words = vocab.mask_words();
+  if (level == 0) {
+    std::memcpy(urow, entry->allowed.data(), words * sizeof(std::uint32_t));
+  } else if (!entry->allowed.empty()) {
+    for (std::uint32_t w = 0; w < words; ++w) urow[w] |= entry->allowed[w];
+  } else {
+    for (std::int32_t t : entry->allowed_ids) urow[static_cast<std::size_t>(t) >> 5] |= 1u << (t & 31);
+  }
+  if (entry->groups.empty()) return;
+  parser_work_ = true;
+  const TokenTrie& t = vocab.trie();
+  const std::size_t n_items = sc.item_elem.size();
+  for (const auto& g : entry->groups) {
+    sc.mapped.resize(n_items);
+    for (std::size_t i = 0; i < n_items; ++i)
+      sc.mapped[i] = sc.item_elem[i] == ~0u ? -1 : g.states[sc.item_elem[i]];
+    const std::size_t before = parser_.num_sets();
+    if (!parser_.push_states(sc.mapped.data())) continue;
+    const std::size_t base = parser_.num_sets();  // parser state at the split node
+    const TokenTrie& h = g.heads;
+    std::uint32_t i = 1;
+    while (i < h.num_nodes()) {
+      parser_.pop_to(base + h.depth(i) - 1);
+      if (!parser_.push_byte(h.byte(i))) {
+        i = h.subtree_end(i);
+        continue;
+      }
+      // Each dead node with this head: its own tokens are valid; below it, recurse from the
+      // parser state after the head (its lexical part is cached per frontier and subtree).
+      for (const std::int32_t* x = h.tokens_begin(i); x != h.tokens_end(i); ++x) {
+        const std::uint32_t dead = g.dead[static_cast<std::size_t>(*x)];
+        for (const std::int32_t* tok = t.tokens_begin(dead); tok != t.tokens_end(dead); ++tok)
+          urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
+        if (dead + 1 < t.subtree_end(dead)) mark_allowed(urow, dead, level + 1);
+      }
+      ++i;
+    }
+    parser_.pop_to(before);
   }
 }
 
@@ -55,56 +107,21 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
     set_eos();
     return;
   }
+  const std::size_t mark = parser_.num_sets();
   try {
-    frontier_key();
-    auto entry = grammar_->frontier_entry(key_);
-    std::memcpy(row, entry->allowed.data(), words * sizeof(std::int32_t));
     auto* urow = reinterpret_cast<std::uint32_t*>(row);
-    const std::size_t n_items = item_elem_.size();
-    for (const auto& g : entry->groups) {
-      mapped_.resize(n_items);
-      for (std::size_t i = 0; i < n_items; ++i)
-        mapped_[i] = item_elem_[i] == ~0u ? -1 : g.states[item_elem_[i]];
-      const std::size_t before = parser_.num_sets();
-      if (!parser_.push_states(mapped_.data())) continue;
-      const std::size_t base = parser_.num_sets();  // parser state at the split node
-      const TokenTrie& t = vocab.trie();
-      const TokenTrie& h = g.heads;
-      std::uint32_t i = 1;
-      while (i < h.num_nodes()) {
-        parser_.pop_to(base + h.depth(i) - 1);
-        if (!parser_.push_byte(h.byte(i))) {
-          i = h.subtree_end(i);
-          continue;
-        }
-        // Every dead node with this head: its tokens are valid; walk below it.
-        for (const std::int32_t* x = h.tokens_begin(i); x != h.tokens_end(i); ++x) {
-          const std::uint32_t dead = g.dead[static_cast<std::size_t>(*x)];
-          for (const std::int32_t* tok = t.tokens_begin(dead); tok != t.tokens_end(dead); ++tok)
-            urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
-          const std::uint32_t end = t.subtree_end(dead);
-          if (dead + 1 == end) continue;
-          const std::size_t sub_base = parser_.num_sets();
-          const std::uint32_t dx = t.depth(dead);
-          std::uint32_t j = dead + 1;
-          while (j < end) {
-            parser_.pop_to(sub_base + (t.depth(j) - dx) - 1);
-            if (parser_.push_byte(t.byte(j))) {
-              for (const std::int32_t* tok = t.tokens_begin(j); tok != t.tokens_end(j); ++tok)
-                urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
-              ++j;
-            } else {
-              j = t.subtree_end(j);
-            }
-          }
-          parser_.pop_to(sub_base);
-        }
-        ++i;
-      }
-      parser_.pop_to(before);
+    const auto sig = parser_.state_signature();
+    if (auto hit = grammar_->memo_get(sig)) {
+      std::memcpy(urow, hit->data(), words * sizeof(std::uint32_t));
+      return;
     }
+    parser_work_ = false;
+    mark_allowed(urow, 0, 0);
     if (parser_.accepting()) set_eos();
+    // Only masks that needed the parser are worth memoising; the rest are one cached copy anyway.
+    if (parser_work_) grammar_->memo_put(sig, urow);
   } catch (const std::exception& e) {
+    parser_.pop_to(mark);
     set_error(e.what());
     std::memset(row, 0, words * sizeof(std::int32_t));
     set_eos();

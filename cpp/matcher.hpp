@@ -45,7 +45,13 @@ class Matcher {
   const CompiledGrammar& compiled() const { return *grammar_; }
 
  private:
-  void frontier_key();
+  struct Scratch {
+    std::vector<std::uint64_t> key;
+    std::vector<std::uint32_t> item_elem;  // per item of the current set: frontier index or ~0
+    std::vector<std::int32_t> mapped;
+  };
+  void frontier_key(Scratch& sc, std::uint32_t subtree);
+  void mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size_t level);
   void set_error(const std::string& what);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
@@ -54,10 +60,10 @@ class Matcher {
   std::vector<std::size_t> history_;
   bool terminated_ = false;
   std::string error_;
-  // Scratch for mask computation (reused so the hot path does not allocate).
-  std::vector<std::uint64_t> key_;
-  std::vector<std::uint32_t> item_elem_;  // per item of the current set: frontier index or ~0
-  std::vector<std::int32_t> mapped_;
+  // Scratch for mask computation, one per recursion level (reused: the hot path does not
+  // allocate once warm).
+  std::vector<Scratch> scratch_;
+  bool parser_work_ = false;
 
 };
 

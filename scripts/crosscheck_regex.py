@@ -118,11 +118,15 @@ def encodable(s):
 
 
 def main():
-    drv = Driver(sys.argv[1] if len(sys.argv) > 1 else "/tmp/regex_check")
+    args = [a for a in sys.argv[1:] if a != "-v"]
+    drv = Driver(args[0] if args else "/tmp/regex_check")
     rng = random.Random(1234)
     bad = 0
     checked = 0
+    verbose = "-v" in sys.argv
     for p in PATTERNS:
+        if verbose:
+            print("pattern", repr(p), flush=True)
         try:
             rx = re.compile(p)
             perr = None

@@ -240,3 +240,22 @@ def test_thread_safety_many_matchers_one_grammar(llama32: corral.Tokenizer) -> N
     for th in threads:
         th.join()
     assert not errors
+
+
+def test_memoised_masks_equal_computed_masks(llama32: corral.Tokenizer) -> None:
+    # Masks served from the parser-state memo must equal masks computed from scratch, in
+    # recurring states (second pass, repeated structure) and at every nesting depth.
+    memo = corral.compile_json(llama32)
+    fresh = corral.compile_json(llama32, max_mask_memo_mb=0)
+    doc = '[{"a": "x", "b": [1, {"c": "y"}]}, {"a": "z", "b": [2, {"c": "w"}]}, {"a": "q", "b": []}]'
+    ids = llama32.encode(doc)
+    for _ in range(2):
+        m1, m2 = memo.matcher(), fresh.matcher()
+        for t in ids:
+            b1, b2 = corral.allocate_bitmask(1, llama32), corral.allocate_bitmask(1, llama32)
+            m1.fill_next_token_bitmask(b1, 0)
+            m2.fill_next_token_bitmask(b2, 0)
+            assert np.array_equal(b1, b2)
+            assert m1.accept_token(t) and m2.accept_token(t)
+    assert memo.cache_stats()["memo_entries"] > 0
+    assert fresh.cache_stats()["memo_entries"] == 0

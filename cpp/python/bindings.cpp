@@ -51,6 +51,7 @@ Limits limits_from(const nb::dict& d) {
     else if (key == "max_productions") l.max_productions = val;
     else if (key == "max_compile_ms") l.max_compile_ms = val;
     else if (key == "max_items_per_set") l.max_items_per_set = val;
+    else if (key == "max_mask_memo_mb") l.max_mask_memo_mb = val;
     else throw nb::type_error(("unknown limit '" + key + "'").c_str());
   }
   return l;
@@ -66,6 +67,7 @@ nb::dict default_limits() {
   d["max_productions"] = l.max_productions;
   d["max_compile_ms"] = l.max_compile_ms;
   d["max_items_per_set"] = l.max_items_per_set;
+  d["max_mask_memo_mb"] = l.max_mask_memo_mb;
   return d;
 }
 
@@ -156,6 +158,7 @@ NB_MODULE(_core, m) {
         d["bytes"] = g.cache_bytes();
         d["hits"] = g.cache_hits();
         d["misses"] = g.cache_misses();
+        d["memo_entries"] = g.memo_entries();
         return d;
       });
 

@@ -53,7 +53,9 @@ DEFAULT_LIMITS: dict[str, int] = dict(_core.default_limits())
 ``max_productions`` (100,000; rules and productions after lowering),
 ``max_compile_ms`` (10,000; wall-clock budget for one compile),
 ``max_items_per_set`` (50,000; Earley items in one parser step at decode time — past it the
-matcher enters its error state instead of exhausting memory).
+matcher enters its error state instead of exhausting memory),
+``max_mask_memo_mb`` (64; memory for whole masks memoised by parser-state signature, per
+compiled grammar; 16 KiB per mask at a 128k vocabulary; 0 disables).
 """
 
 
@@ -63,8 +65,9 @@ def _limits(limits: dict[str, Any]) -> dict[str, int]:
         raise TypeError(f"unknown limit(s) {unknown}; valid limits: {sorted(DEFAULT_LIMITS)}")
     out: dict[str, int] = {}
     for k, v in limits.items():
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v >= 2**32:
-            raise ValueError(f"limit {k} must be a positive integer below 2**32, got {v!r}")
+        low = 0 if k == "max_mask_memo_mb" else 1
+        if not isinstance(v, int) or isinstance(v, bool) or v < low or v >= 2**32:
+            raise ValueError(f"limit {k} must be an integer in [{low}, 2**32), got {v!r}")
         out[k] = v
     return out
 
