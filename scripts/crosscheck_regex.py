@@ -20,7 +20,9 @@ import subprocess
 import sys
 import warnings
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+import time
+
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 warnings.filterwarnings("ignore")
 
@@ -81,10 +83,18 @@ def examples(pattern, n=60):
     except Exception:
         return out
 
-    @settings(max_examples=n, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    t0 = time.time()
+
+    class Enough(Exception):
+        pass
+
+    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
     @given(strat)
     def collect(s):
         out.append(s)
+        if time.time() - t0 > 2.0:
+            raise Enough()
 
     try:
         collect()

@@ -32,7 +32,9 @@ def bytes_index(tok: corral.Tokenizer) -> dict[bytes, int]:
     return out
 
 
-def random_tokenization(data: bytes, index: dict[bytes, int], rng: random.Random, max_len: int = 16) -> list[int]:
+def random_tokenization(
+    data: bytes, index: dict[bytes, int], rng: random.Random, max_len: int = 16
+) -> list[int]:
     """A random segmentation of `data` into tokens of the vocabulary (not the canonical one).
     Requires every single byte (or enough pieces) to be in the vocabulary."""
     n = len(data)
@@ -85,7 +87,9 @@ def random_walk(
     return bytes(out) + rest, False
 
 
-def mask_matches_accept(m: corral.Matcher, tok: corral.Tokenizer, sample: Iterable[int] | None = None) -> None:
+def mask_matches_accept(
+    m: corral.Matcher, tok: corral.Tokenizer, sample: Iterable[int] | None = None
+) -> None:
     """Both directions of exactness against the parser: token t's bit is set iff accepting t
     succeeds from this state (the parser only keeps completable prefixes)."""
     mask = corral.allocate_bitmask(1, tok)
@@ -95,7 +99,9 @@ def mask_matches_accept(m: corral.Matcher, tok: corral.Tokenizer, sample: Iterab
     for t in ids:
         c = m.copy()
         ok = t < tok.vocab_size and c.accept_token(t)
-        assert ok == (t in bits), f"token {t} {tok.token_bytes[t] if t < tok.vocab_size else None!r}: mask={t in bits} accept={ok}"
+        assert ok == (t in bits), (
+            f"token {t} {tok.token_bytes[t] if t < tok.vocab_size else None!r}: mask={t in bits} accept={ok}"
+        )
 
 
 def row_bits(mask: np.ndarray) -> np.ndarray:

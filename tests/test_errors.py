@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from helpers import byte_tokenizer
 
 import corral
-from helpers import byte_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,9 @@ def tok() -> corral.Tokenizer:
         (r"a^b", 1, "'^'"),
     ],
 )
-def test_regex_errors_name_the_position(pattern: str, offset: int, needle: str, tok: corral.Tokenizer) -> None:
+def test_regex_errors_name_the_position(
+    pattern: str, offset: int, needle: str, tok: corral.Tokenizer
+) -> None:
     with pytest.raises(corral.CompileError) as ei:
         corral.compile_regex(pattern, tok)
     err = ei.value
@@ -59,13 +61,15 @@ def test_regex_errors_name_the_position(pattern: str, offset: int, needle: str, 
         ('root ::= "\\q"', 1, 11, "escape"),
         ('x ::= "a"', 0, 0, "no rule named 'root'"),
         ("", 0, 0, "empty"),
-        ('root ::= /a(b/', 1, 12, "in /regex/: missing )"),
+        ("root ::= /a(b/", 1, 12, "in /regex/: missing )"),
         ('root ::= "a" @', 1, 14, "expected"),
         ("root ::= [z-a]", 1, 11, "out of order"),
         ('root ::= x\nx ::= x "a"', 0, 0, "matches no string"),
     ],
 )
-def test_grammar_errors_name_line_and_column(grammar: str, line: int, column: int, needle: str, tok: corral.Tokenizer) -> None:
+def test_grammar_errors_name_line_and_column(
+    grammar: str, line: int, column: int, needle: str, tok: corral.Tokenizer
+) -> None:
     with pytest.raises(corral.CompileError) as ei:
         corral.compile_grammar(grammar, tok)
     err = ei.value
@@ -85,7 +89,9 @@ def test_grammar_errors_name_line_and_column(grammar: str, line: int, column: in
         ("grammar", 'root ::= x{0,100000}\nx ::= "a" x | "b"', "max_productions"),
     ],
 )
-def test_pathological_inputs_hit_a_limit_fast(kind: str, text: str, limit: str, tok: corral.Tokenizer) -> None:
+def test_pathological_inputs_hit_a_limit_fast(
+    kind: str, text: str, limit: str, tok: corral.Tokenizer
+) -> None:
     t0 = time.perf_counter()
     with pytest.raises(corral.LimitExceeded) as ei:
         if kind == "regex":
@@ -127,7 +133,9 @@ def test_limits_are_configurable(tok: corral.Tokenizer) -> None:
 def test_ambiguous_grammar_puts_matcher_in_error_state(tok: corral.Tokenizer) -> None:
     # Exponentially ambiguous grammar: the item limit trips, the matcher reports it instead of
     # exhausting memory, and only EOS stays allowed.
-    g = corral.compile_grammar('root ::= x*\nx ::= "a" | "a" "a" | y\ny ::= x x | "b"', tok, max_items_per_set=200)
+    g = corral.compile_grammar(
+        'root ::= x*\nx ::= "a" | "a" "a" | y\ny ::= x x | "b"', tok, max_items_per_set=200
+    )
     m = g.matcher()
     ok = m.accept_bytes(b"a" * 200)
     assert not ok

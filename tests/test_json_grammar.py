@@ -7,9 +7,9 @@ import json
 import random
 
 import pytest
+from helpers import bytes_index, mask_matches_accept, random_tokenization, random_walk
 
 import corral
-from helpers import bytes_index, mask_matches_accept, random_tokenization, random_walk
 
 VALID = [
     '{"name": "Ada", "age": 36, "tags": ["math", "poetry"], "active": true, "spouse": null}',
@@ -22,7 +22,20 @@ VALID = [
     '{"a":[{"b":[{"c":[1,2,{"d":"e"}]}]}]}',
     '[\n  {\n    "id": 1,\n    "ok": false\n  }\n]',
 ]
-INVALID = ['{"a":}', "[1,]", '{"a" 1}', "01", '"raw\ncontrol"', "tru", "{'a': 1}", "[1 2]", "1.", "-", '"\\x"', "nul"]
+INVALID = [
+    '{"a":}',
+    "[1,]",
+    '{"a" 1}',
+    "01",
+    '"raw\ncontrol"',
+    "tru",
+    "{'a': 1}",
+    "[1 2]",
+    "1.",
+    "-",
+    '"\\x"',
+    "nul",
+]
 
 
 @pytest.fixture(scope="module", params=["smollm2", "llama32"])
@@ -38,7 +51,11 @@ def test_valid_documents_accepted_in_every_tokenization(json_grammar: corral.Com
     for doc in VALID:
         json.loads(doc)
         data = doc.encode()
-        tokenizations = [tok.encode(doc), random_tokenization(data, index, rng), random_tokenization(data, index, rng)]
+        tokenizations = [
+            tok.encode(doc),
+            random_tokenization(data, index, rng),
+            random_tokenization(data, index, rng),
+        ]
         # character by character (each UTF-8 character as the tokens of its bytes)
         tokenizations.append([t for ch in doc for t in tok.encode(ch)])
         for ids in tokenizations:

@@ -7,12 +7,38 @@ import random
 
 import numpy as np
 import pytest
-
-import corral
 from helpers import allowed, byte_tokenizer, mask_matches_accept
 
-TOKENS = [b"{", b"}", b'"', b'":', b'",', b'"}', b"a", b"b", b"ab", b'ab"', b"1", b"12", b" ", b"\xc3", b"\xa9",
-          b"\xc3\xa9", b"true", b"tr", b"ue", b",", b":", b"[", b"]", b"[1", b"1]", b"null"]
+import corral
+
+TOKENS = [
+    b"{",
+    b"}",
+    b'"',
+    b'":',
+    b'",',
+    b'"}',
+    b"a",
+    b"b",
+    b"ab",
+    b'ab"',
+    b"1",
+    b"12",
+    b" ",
+    b"\xc3",
+    b"\xa9",
+    b"\xc3\xa9",
+    b"true",
+    b"tr",
+    b"ue",
+    b",",
+    b":",
+    b"[",
+    b"]",
+    b"[1",
+    b"1]",
+    b"null",
+]
 
 
 def make_tok() -> corral.Tokenizer:
@@ -53,11 +79,14 @@ def test_padding_ids_and_special_tokens_never_allowed() -> None:
 
 def test_tokens_spanning_terminal_boundaries() -> None:
     tok = make_tok()
-    g = corral.compile_grammar(r'''
+    g = corral.compile_grammar(
+        r"""
 root ::= "{" pair ("," pair)* "}"
 pair ::= "\"" [ab]+ "\":" value
 value ::= [0-9]+ | "true" | "[" value "]"
-''', tok)
+""",
+        tok,
+    )
     m = g.matcher()
     for piece in [b"{", b'"', b"ab", b'":', b"[1", b"1]", b",", b'"', b"a", b'":', b"true", b"}"]:
         mask_matches_accept(m, tok)
@@ -138,7 +167,7 @@ def test_batch_fill_equals_row_fill(llama32: corral.Tokenizer) -> None:
     batch = corral.allocate_bitmask(len(docs) + 2, llama32)
     rows = [2, 0, 5, 1, 7, 3]
     corral.fill_next_token_bitmasks(matchers, batch, rows=rows, threads=2)
-    for m, r in zip(matchers, rows):
+    for m, r in zip(matchers, rows, strict=True):
         single = corral.allocate_bitmask(1, llama32)
         m.fill_next_token_bitmask(single, 0)
         assert np.array_equal(single[0], batch[r])
@@ -159,7 +188,9 @@ def test_torch_bitmask_if_available() -> None:
 
 def test_forced_bytes_and_shortest_completion() -> None:
     tok = byte_tokenizer()
-    g = corral.compile_grammar(r'''root ::= "{\"name\": \"" [a-z]+ "\", \"kind\": " ("\"cat\"" | "\"dog\"") "}"''', tok)
+    g = corral.compile_grammar(
+        r'''root ::= "{\"name\": \"" [a-z]+ "\", \"kind\": " ("\"cat\"" | "\"dog\"") "}"''', tok
+    )
     m = g.matcher()
     assert m.forced_bytes() == b'{"name": "'
     assert m.shortest_completion() == b'{"name": "a", "kind": "cat"}'

@@ -9,9 +9,9 @@ import random
 import re
 
 import pytest
+from helpers import allowed, random_walk
 
 import corral
-from helpers import allowed, random_walk
 
 REGEXES = [
     r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",

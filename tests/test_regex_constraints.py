@@ -8,15 +8,35 @@ import random
 import re
 
 import pytest
+from helpers import byte_tokenizer, bytes_index, mask_matches_accept, random_tokenization, random_walk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from regex_corpus import CORPUS
 
 import corral
-from helpers import bytes_index, byte_tokenizer, mask_matches_accept, random_tokenization, random_walk
 
-EXTRA = [b"ab", b"abc", b"aa", b"ba", b"x-", b"-1", b"12", b"\xc3", b"\xc3\xa9x", b"\xe6\xbc", b"\xa2",
-         b"\xf0\x9f", b"\x98\x80", b"00", b"a\n", b", ", b"@", b".com", b"2024-", b"T1"]
+EXTRA = [
+    b"ab",
+    b"abc",
+    b"aa",
+    b"ba",
+    b"x-",
+    b"-1",
+    b"12",
+    b"\xc3",
+    b"\xc3\xa9x",
+    b"\xe6\xbc",
+    b"\xa2",
+    b"\xf0\x9f",
+    b"\x98\x80",
+    b"00",
+    b"a\n",
+    b", ",
+    b"@",
+    b".com",
+    b"2024-",
+    b"T1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +71,9 @@ def test_mask_equals_parser_on_every_token(pattern: str, small_tok: corral.Token
 
 
 @pytest.mark.parametrize("pattern", CORPUS)
-def test_matching_strings_are_accepted(pattern: str, small_tok: corral.Tokenizer, llama32: corral.Tokenizer) -> None:
+def test_matching_strings_are_accepted(
+    pattern: str, small_tok: corral.Tokenizer, llama32: corral.Tokenizer
+) -> None:
     compiled_small = corral.compile_regex(pattern, small_tok)
     compiled_llama = corral.compile_regex(pattern, llama32)
     index = bytes_index(llama32)

@@ -40,8 +40,7 @@ __all__ = [
     "fill_next_token_bitmasks",
 ]
 
-Matcher = _core.Matcher
-"""Per-sequence constraint state (native). See the README for its methods."""
+from corral._core import Matcher  # noqa: E402  (native per-sequence state, re-exported)
 
 DEFAULT_LIMITS: dict[str, int] = dict(_core.default_limits())
 """Default resource limits. Each may be overridden per compile call as a keyword argument:
@@ -120,10 +119,14 @@ def compile_regex(pattern: str, tokenizer: Tokenizer, **limits: int) -> Compiled
     """
     if not isinstance(pattern, str):
         raise TypeError("pattern must be a str")
-    return CompiledGrammar(_core.compile_regex(pattern, _vocab(tokenizer), _limits(limits)), tokenizer, "regex")
+    return CompiledGrammar(
+        _core.compile_regex(pattern, _vocab(tokenizer), _limits(limits)), tokenizer, "regex"
+    )
 
 
-def compile_grammar(text: str, tokenizer: Tokenizer, *, start: str = "root", **limits: int) -> CompiledGrammar:
+def compile_grammar(
+    text: str, tokenizer: Tokenizer, *, start: str = "root", **limits: int
+) -> CompiledGrammar:
     """Compile a grammar in GBNF syntax (plus ``/regex/`` terminals); ``start`` names the rule
     the whole output must match."""
     if not isinstance(text, str):

@@ -1,0 +1,102 @@
+"""corral's native engine (thin bindings; use the `corral` package API)."""
+
+from collections.abc import Sequence
+from typing import Annotated
+
+import numpy
+from numpy.typing import NDArray
+
+
+def default_limits() -> dict:
+    """The default compile/match limits as a dict."""
+
+class Vocabulary:
+    def __init__(self, tokens: Sequence[bytes], special_ids: Sequence[int], eos_ids: Sequence[int], width: int) -> None: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def mask_words(self) -> int: ...
+
+    @property
+    def eos_ids(self) -> list[int]: ...
+
+    @property
+    def trie_nodes(self) -> int: ...
+
+class Matcher:
+    def fill_next_token_bitmask(self, bitmask: Annotated[NDArray[numpy.int32], dict(order='C', device='cpu')], row: int = 0) -> None:
+        """
+        Write the allowed-token mask (packed int32: bit t of word t//32) into row `row` of `bitmask` (numpy or torch CPU int32, shape (batch, ceil(width/32)) or (words,)).
+        """
+
+    def accept_token(self, token_id: int) -> bool:
+        """
+        Advance by one token. Returns False (state unchanged) if the token is not allowed.
+        """
+
+    def accept_bytes(self, data: bytes) -> bool:
+        """
+        Advance by raw bytes (one rollback step). False (unchanged) if invalid.
+        """
+
+    def accept_string(self, text: str) -> bool:
+        """Advance by the UTF-8 bytes of `text` (one rollback step)."""
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last n accepted steps."""
+
+    def is_accepting(self) -> bool:
+        """Is the output so far complete (EOS allowed)?"""
+
+    def is_terminated(self) -> bool:
+        """Has EOS been accepted?"""
+
+    def forced_bytes(self, max_bytes: int = 4096) -> bytes:
+        """Bytes every valid continuation starts with (for jump-ahead)."""
+
+    def shortest_completion(self, max_bytes: int = 1048576) -> bytes:
+        """The shortest bytes that complete the output."""
+
+    def reset(self) -> None:
+        """Back to the initial state."""
+
+    def copy(self) -> Matcher:
+        """An independent copy."""
+
+    def __copy__(self) -> Matcher: ...
+
+    @property
+    def num_steps(self) -> int: ...
+
+    @property
+    def error(self) -> str:
+        """Why the matcher entered its error state ('' when healthy)."""
+
+class CompiledGrammar:
+    def matcher(self) -> Matcher: ...
+
+    @property
+    def grammar_text(self) -> str: ...
+
+    @property
+    def num_terminals(self) -> int: ...
+
+    def cache_stats(self) -> dict: ...
+
+def compile_regex(pattern: str, vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
+
+def compile_grammar(text: str, start: str, vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
+
+def compile_json(vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
+
+def json_grammar_text() -> str: ...
+
+def fill_next_token_bitmasks(matchers: Sequence[Matcher], bitmask: Annotated[NDArray[numpy.int32], dict(order='C', device='cpu')], rows: Sequence[int] = [], threads: int = 0) -> None:
+    """
+    Fill the masks of many matchers at once (GIL released, one thread per core).
+    """
