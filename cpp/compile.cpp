@@ -20,6 +20,7 @@ std::shared_ptr<const CompiledGrammar> compile_grammar(std::string_view text, co
   Budget budget(limits.max_compile_ms);
   GrammarAst ast = parse_grammar_text(text, start_rule, limits);
   Grammar g = lower_grammar(ast, limits, budget);
+  resolve_token_terminals(g, vocab->tokens(), vocab->special_flags(), std::string(text));
   return std::make_shared<const CompiledGrammar>(std::move(vocab), std::move(g), limits);
 }
 

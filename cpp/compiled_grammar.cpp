@@ -9,7 +9,9 @@ namespace corral {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Grammar grammar,
                                  const Limits& limits)
-    : vocab_(std::move(vocab)), grammar_(std::move(grammar)), limits_(limits) {}
+    : vocab_(std::move(vocab)), grammar_(std::move(grammar)), limits_(limits) {
+  for (const Terminal& t : grammar_.terminals) names_tokens_ = names_tokens_ || t.is_token;
+}
 
 std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     const std::vector<std::uint64_t>& key) const {

@@ -61,6 +61,8 @@ class CompiledGrammar {
   const Vocabulary& vocab() const { return *vocab_; }
   const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
   const Limits& limits() const { return limits_; }
+  /// Does the grammar name any vocabulary token (`<|eot_id|>`, `<[id]>`)?
+  bool names_tokens() const { return names_tokens_; }
 
   /// Frontier key element: terminal in the high 32 bits, DFA state in the low 32.
   static std::uint64_t key_element(std::int32_t terminal, std::int32_t state) {
@@ -92,6 +94,7 @@ class CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocab_;
   Grammar grammar_;
   Limits limits_;
+  bool names_tokens_ = false;
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
   mutable std::size_t cache_bytes_ = 0;

@@ -69,7 +69,9 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
   // when just predicted or advanced); all others carry -1.
   std::uint32_t pos = g_->rhs_begin[prod] + dot;
   if (pos < g_->rhs_begin[prod + 1] && g_->rhs_flat[pos].is_terminal()) {
-    if (dstate < 0) dstate = g_->terminals[static_cast<std::size_t>(g_->rhs_flat[pos].index())].dfa.start();
+    const Terminal& t = g_->terminals[static_cast<std::size_t>(g_->rhs_flat[pos].index())];
+    if (t.is_token) dstate = -1;  // matched by push_token, never by bytes
+    else if (dstate < 0) dstate = t.dfa.start();
   } else {
     dstate = -1;
   }
@@ -167,7 +169,10 @@ std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
   std::uint64_t h1 = wait_sig_[k].first ^ 0xA4093822299F31D0ull, h2 = wait_sig_[k].second;
   for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
     const Item& it = items_[i];
-    if (it.dstate < 0) continue;
+    if (it.dstate < 0) {
+      const std::int32_t t = scanning_terminal(it);
+      if (t < 0 || !g_->terminals[static_cast<std::size_t>(t)].is_token) continue;  // cannot act again
+    }
     const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
     const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 40) ^ (static_cast<std::uint64_t>(it.dot) << 20) ^
                                static_cast<std::uint32_t>(it.dstate);
@@ -197,6 +202,39 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
     set_start_.pop_back();
     set_accept_.pop_back();
     throw;
+  }
+}
+
+bool EarleyParser::push_token(std::int32_t token_id) {
+  const std::size_t b = cur_begin(), e = cur_end();
+  bool any = false;
+  for (std::size_t i = b; i < e && !any; ++i) {
+    const std::int32_t t = scanning_terminal(items_[i]);
+    any = t >= 0 && g_->terminals[static_cast<std::size_t>(t)].token_id == token_id;
+  }
+  if (!any) return false;
+  open_set();
+  try {
+    for (std::size_t i = b; i < e; ++i) {
+      const Item it = items_[i];
+      const std::int32_t t = scanning_terminal(it);
+      if (t >= 0 && g_->terminals[static_cast<std::size_t>(t)].token_id == token_id)
+        add(it.prod, it.dot + 1, it.origin, -1);
+    }
+    return close_set();
+  } catch (...) {
+    items_.resize(set_start_.back());
+    set_start_.pop_back();
+    set_accept_.pop_back();
+    throw;
+  }
+}
+
+void EarleyParser::expected_tokens(std::vector<std::int32_t>& out) const {
+  for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
+    const std::int32_t t = scanning_terminal(items_[i]);
+    if (t >= 0 && g_->terminals[static_cast<std::size_t>(t)].is_token)
+      out.push_back(g_->terminals[static_cast<std::size_t>(t)].token_id);
   }
 }
 

@@ -40,6 +40,11 @@ class EarleyParser {
 
   /// Advance by one byte. Returns false (state unchanged) when no item survives.
   bool push_byte(std::uint8_t b);
+  /// Advance past a token terminal (a vocabulary token the grammar names). False (unchanged)
+  /// when no item expects that token here.
+  bool push_token(std::int32_t token_id);
+  /// Token ids named by the grammar that the current set expects (appended to `out`).
+  void expected_tokens(std::vector<std::int32_t>& out) const;
   /// Advance every scanning item i of the current set to DFA state new_states[i - cur_begin()]
   /// (kDead drops it): the step a byte string would take if it stayed inside the terminals.
   bool push_states(const std::int32_t* new_states);

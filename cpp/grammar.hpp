@@ -33,8 +33,20 @@ struct RuleAst {
   std::size_t ref_pos = 0;   // offset of the first reference (for "undefined rule" errors)
 };
 
+/// A reference to one vocabulary token by id (`<[128009]>`) or by exact text (`<|eot_id|>`):
+/// the only way a grammar can allow a special token. In the tree it is a RuleRef whose rule
+/// index is token_ref_rule(k) for entry k of GrammarAst::tokens.
+struct TokenRef {
+  std::string text;      // token text (when id < 0)
+  std::int32_t id = -1;  // token id (when given as <[id]>)
+  std::size_t pos = 0;
+};
+inline std::int32_t token_ref_rule(std::size_t k) { return -2 - static_cast<std::int32_t>(k); }
+inline std::size_t token_ref_index(std::int32_t rule) { return static_cast<std::size_t>(-2 - rule); }
+
 struct GrammarAst {
   std::vector<RuleAst> rules;
+  std::vector<TokenRef> tokens;
   std::int32_t start = -1;
 };
 
@@ -58,9 +70,13 @@ struct Production {
 };
 
 struct Terminal {
-  NodePtr regex;
+  NodePtr regex;     // null for a token terminal
   std::string text;  // canonical regex text (identity of the terminal)
-  Dfa dfa;
+  Dfa dfa;           // empty language for a token terminal
+  // Token terminals match one vocabulary token (named in the grammar), never bytes.
+  bool is_token = false;
+  TokenRef token;
+  std::int32_t token_id = -1;  // resolved against the vocabulary at compile time
 };
 
 class Grammar {
@@ -97,6 +113,11 @@ class Grammar {
 /// Lower a parsed grammar to the engine IR (terminal merging, helper rules for repetition of
 /// non-regular parts, DFA construction). Throws CompileError / LimitExceeded.
 Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget);
+
+/// Resolve the grammar's token terminals to ids of `vocab_tokens` (bytes per id). Throws
+/// CompileError naming the token when it is not in the vocabulary or is ambiguous.
+void resolve_token_terminals(Grammar& g, const std::vector<std::string>& vocab_tokens,
+                             const std::vector<std::uint8_t>& special, const std::string& source);
 
 /// A grammar with a single terminal: the whole output must match `regex`.
 Grammar grammar_from_regex(const NodePtr& regex, const Limits& limits, const Budget& budget);

@@ -27,7 +27,7 @@ void collect_refs(const NodePtr& n, std::vector<std::int32_t>& out) {
   while (!stack.empty()) {
     const Node* x = stack.back();
     stack.pop_back();
-    if (x->kind == NodeKind::RuleRef) out.push_back(x->rule);
+    if (x->kind == NodeKind::RuleRef && x->rule >= 0) out.push_back(x->rule);
     for (const auto& k : x->kids) stack.push_back(k.get());
   }
 }
@@ -135,7 +135,7 @@ class Lowerer {
   NodePtr substitute(const NodePtr& n) {
     switch (n->kind) {
       case NodeKind::RuleRef:
-        if (regular_[static_cast<std::size_t>(n->rule)]) {
+        if (n->rule >= 0 && regular_[static_cast<std::size_t>(n->rule)]) {
           NodePtr body = inlined(n->rule);
           if (regular_[static_cast<std::size_t>(n->rule)]) return body;
         }
@@ -201,6 +201,20 @@ class Lowerer {
     return Symbol::terminal(id);
   }
 
+  Symbol token_symbol(const TokenRef& ref) {
+    std::string text = ref.id >= 0 ? "<[" + std::to_string(ref.id) + "]>" : ref.text;
+    auto it = terminal_ids_.find("\x01" + text);
+    if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
+    auto id = static_cast<std::int32_t>(g_.terminals.size());
+    Terminal t;
+    t.text = text;
+    t.is_token = true;
+    t.token = ref;
+    g_.terminals.push_back(std::move(t));
+    terminal_ids_.emplace("\x01" + text, id);
+    return Symbol::terminal(id);
+  }
+
   std::vector<Seq> lower_alts(const NodePtr& n) {
     if (n->kind == NodeKind::Empty) return {Seq{}};
     if (is_regular(n)) return {Seq{terminal_symbol(n)}};
@@ -240,14 +254,15 @@ class Lowerer {
     }
     if (n->kind == NodeKind::Empty) return out;
     if (is_regular(n)) return {terminal_symbol(n)};
-    if (n->kind == NodeKind::RuleRef) return {rule_symbol(n->rule)};
+    if (n->kind == NodeKind::RuleRef)
+      return {n->rule >= 0 ? rule_symbol(n->rule) : token_symbol(ast_.tokens[token_ref_index(n->rule)])};
     if (n->kind == NodeKind::Alt) {
       std::int32_t h = new_nonterminal("alt_" + std::to_string(g_.names.size()));
       add_alternatives(h, lower_alts(n));
       return {Symbol::nonterminal(h)};
     }
     if (n->kind == NodeKind::Repeat) return {lower_repeat(n)};
-    CORRAL_CHECK(false, "unexpected node kind in lowering");
+    throw InternalError("unexpected node kind in lowering");
   }
 
   Symbol symbol_for(const NodePtr& n) {
@@ -293,6 +308,7 @@ class Lowerer {
   void build_dfas() {
     std::uint64_t total = 0;
     for (auto& t : g_.terminals) {
+      if (t.is_token) continue;
       budget_.check("building terminal automata");
       t.dfa = Dfa::compile(t.regex, limits_, budget_);
       total += t.dfa.num_states();
@@ -316,6 +332,8 @@ class Lowerer {
 }  // namespace
 
 std::uint64_t Grammar::terminal_min_len(std::int32_t t) const {
+  // A named token is not bytes; count it as one so shortest completions avoid it when they can.
+  if (terminals[static_cast<std::size_t>(t)].is_token) return 1;
   const Dfa& d = terminals[static_cast<std::size_t>(t)].dfa;
   return d.empty_language() ? kInf : d.distance_to_accept(d.start());
 }
@@ -386,8 +404,11 @@ void Grammar::append_min_string(Symbol s, std::string& out, std::size_t cap) con
     Symbol x = stack.back();
     stack.pop_back();
     if (x.is_terminal()) {
-      const Dfa& d = terminals[static_cast<std::size_t>(x.index())].dfa;
-      out += d.shortest_completion(d.start());
+      const Terminal& term = terminals[static_cast<std::size_t>(x.index())];
+      if (term.is_token)
+        throw LimitExceeded("max_completion_bytes", 0, 0,
+                            "the only completion needs the special token " + term.text + ", which is not bytes");
+      out += term.dfa.shortest_completion(term.dfa.start());
     } else {
       std::int32_t p = best_prod[static_cast<std::size_t>(x.index())];
       CORRAL_CHECK(p >= 0, "productive nonterminal without a best production");
@@ -415,7 +436,10 @@ std::string Grammar::to_string() const {
       for (Symbol s : productions[p].rhs) {
         if (sep) out += " ";
         sep = true;
-        if (s.is_terminal()) out += "/" + terminals[static_cast<std::size_t>(s.index())].text + "/";
+        if (s.is_terminal()) {
+          const Terminal& t = terminals[static_cast<std::size_t>(s.index())];
+          out += t.is_token ? t.text : "/" + t.text + "/";
+        }
         else out += names[static_cast<std::size_t>(s.index())];
       }
     }
@@ -426,6 +450,42 @@ std::string Grammar::to_string() const {
 
 Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget) {
   return Lowerer(ast, limits, budget).run();
+}
+
+void resolve_token_terminals(Grammar& g, const std::vector<std::string>& vocab_tokens,
+                             const std::vector<std::uint8_t>& special, const std::string& source) {
+  for (Terminal& t : g.terminals) {
+    if (!t.is_token) continue;
+    auto where = [&](const std::string& msg) {
+      int line = 1, col = 1;
+      for (std::size_t i = 0; i < t.token.pos && i < source.size(); ++i) {
+        if (source[i] == '\n') {
+          ++line;
+          col = 1;
+        } else if ((static_cast<unsigned char>(source[i]) & 0xC0) != 0x80) {
+          ++col;
+        }
+      }
+      return CompileError(msg, t.token.pos, line, col);
+    };
+    if (t.token.id >= 0) {
+      if (static_cast<std::size_t>(t.token.id) >= vocab_tokens.size())
+        throw where("token id " + std::to_string(t.token.id) + " is outside the vocabulary (" +
+                    std::to_string(vocab_tokens.size()) + " tokens)");
+      t.token_id = t.token.id;
+      continue;
+    }
+    // By text: prefer a special token with exactly this text (that is what the syntax is for).
+    std::int32_t found = -1, found_plain = -1;
+    for (std::size_t i = 0; i < vocab_tokens.size(); ++i) {
+      if (vocab_tokens[i] != t.token.text) continue;
+      if (special[i] && found < 0) found = static_cast<std::int32_t>(i);
+      if (!special[i] && found_plain < 0) found_plain = static_cast<std::int32_t>(i);
+    }
+    if (found < 0) found = found_plain;
+    if (found < 0) throw where("the grammar names token " + t.token.text + ", which is not in the vocabulary");
+    t.token_id = found;
+  }
 }
 
 Grammar grammar_from_regex(const NodePtr& regex, const Limits& limits, const Budget& budget) {

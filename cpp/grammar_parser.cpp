@@ -233,6 +233,7 @@ class GrammarParser {
     if (c == '"' || c == '\'') return parse_literal();
     if (c == '[') return parse_class();
     if (c == '/') return parse_regex_terminal();
+    if (c == '<') return parse_token_ref();
     if (c == '.') {
       ++pos_;
       return make_chars(CharSet::any(), start);
@@ -363,6 +364,34 @@ class GrammarParser {
     }
     if (negate) cs = cs.negated();
     return make_chars(cs, start);
+  }
+
+  // <[123]> names a token by id; <...> (through the first '>') names a token by its text.
+  NodePtr parse_token_ref() {
+    std::size_t start = pos_;
+    TokenRef ref;
+    ref.pos = start;
+    if (peek(1) == '[') {
+      pos_ += 2;
+      std::uint64_t v = 0;
+      if (!(peek() >= '0' && peek() <= '9')) fail("expected a token id in <[...]>");
+      while (peek() >= '0' && peek() <= '9') {
+        v = v * 10 + (peek() - '0');
+        if (v > 0x7FFFFFFF) fail_at(start, "token id too large");
+        ++pos_;
+      }
+      if (!consume("]>")) fail("expected `]>` to close the token id");
+      ref.id = static_cast<std::int32_t>(v);
+    } else {
+      std::size_t end = s_.find('>', pos_);
+      std::size_t nl = s_.find('\n', pos_);
+      if (end == std::string_view::npos || (nl != std::string_view::npos && nl < end))
+        fail_at(start, "unterminated token reference (expected `>`), e.g. <|eot_id|> or <[128009]>");
+      ref.text = std::string(s_.substr(start, end + 1 - start));
+      pos_ = end + 1;
+    }
+    ast_.tokens.push_back(std::move(ref));
+    return make_rule_ref(token_ref_rule(ast_.tokens.size() - 1), start);
   }
 
   NodePtr parse_regex_terminal() {

@@ -117,6 +117,9 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
     }
     parser_work_ = false;
     mark_allowed(urow, 0, 0);
+    named_.clear();
+    parser_.expected_tokens(named_);
+    for (std::int32_t id : named_) urow[static_cast<std::size_t>(id) >> 5] |= 1u << (id & 31);
     if (parser_.accepting()) set_eos();
     // Only masks that needed the parser are worth memoising; the rest are one cached copy anyway.
     if (parser_work_) grammar_->memo_put(sig, urow);
@@ -132,6 +135,20 @@ bool Matcher::accept_token(std::int32_t token_id) {
   if (terminated_ || !error_.empty()) return false;
   const Vocabulary& vocab = grammar_->vocab();
   if (token_id < 0 || static_cast<std::uint32_t>(token_id) >= vocab.size()) return false;
+  if (grammar_->names_tokens()) {
+    // A token the grammar names explicitly (e.g. <|eot_id|> or <[id]>) is matched as itself.
+    const std::size_t mark = parser_.num_sets();
+    try {
+      if (parser_.push_token(token_id)) {
+        history_.push_back(mark);
+        return true;
+      }
+    } catch (const std::exception& e) {
+      parser_.pop_to(mark);
+      set_error(e.what());
+      return false;
+    }
+  }
   if (vocab.is_eos(token_id)) {
     if (!parser_.accepting()) return false;
     terminated_ = true;

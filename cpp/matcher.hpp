@@ -64,6 +64,7 @@ class Matcher {
   // allocate once warm).
   std::vector<Scratch> scratch_;
   bool parser_work_ = false;
+  std::vector<std::int32_t> named_;
 
 };
 

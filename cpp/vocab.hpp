@@ -54,6 +54,8 @@ class Vocabulary {
   bool is_special(std::int32_t id) const { return special_[static_cast<std::size_t>(id)] != 0; }
   bool is_eos(std::int32_t id) const;
   const std::vector<std::int32_t>& eos_ids() const { return eos_; }
+  const std::vector<std::string>& tokens() const { return tokens_; }
+  const std::vector<std::uint8_t>& special_flags() const { return special_; }
   const TokenTrie& trie() const { return trie_; }
 
  private:

@@ -290,3 +290,31 @@ def test_memoised_masks_equal_computed_masks(llama32: corral.Tokenizer) -> None:
             assert m1.accept_token(t) and m2.accept_token(t)
     assert memo.cache_stats()["memo_entries"] > 0
     assert fresh.cache_stats()["memo_entries"] == 0
+
+
+def test_grammar_named_special_tokens(llama32: corral.Tokenizer) -> None:
+    # Special tokens are never allowed unless the grammar names them: by text or by id.
+    eot = llama32.ids_of("<|eot_id|>")[0]
+    g = corral.compile_grammar('root ::= "ok" <|eot_id|> "done" | "x" <[128001]>', llama32)
+    m = g.matcher()
+    assert eot not in allowed(m, llama32)
+    assert m.accept_bytes(b"ok")
+    a = allowed(m, llama32)
+    assert eot in a and not m.is_accepting()
+    assert [t for t in a if t in llama32.special_ids] == [eot]
+    assert m.accept_token(eot)
+    assert eot not in allowed(m, llama32)
+    assert m.accept_bytes(b"done") and m.is_accepting()
+    m.rollback(2)
+    assert eot in allowed(m, llama32)  # rollback over a named token
+    m2 = g.matcher()
+    assert m2.accept_bytes(b"x") and 128001 in allowed(m2, llama32)
+    assert m2.accept_token(128001) and m2.is_accepting()
+    assert "<|eot_id|>" in g.grammar_text
+    with pytest.raises(corral.CompileError, match="not in the vocabulary") as ei:
+        corral.compile_grammar('root ::= "a"\n  <|no_such_token|>', llama32)
+    assert (ei.value.line, ei.value.column) == (2, 3)
+    with pytest.raises(corral.CompileError, match="outside the vocabulary"):
+        corral.compile_grammar("root ::= <[999999]>", llama32)
+    with pytest.raises(corral.CompileError, match="unterminated token reference"):
+        corral.compile_grammar("root ::= <|eot_id", llama32)
