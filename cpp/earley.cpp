@@ -183,6 +183,13 @@ std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
   return {mix64(h1), mix64(h2 + h1)};
 }
 
+// Drop a set that is being built (a limit was hit mid-step): the parser is exactly as before it.
+void EarleyParser::abandon_set() {
+  items_.resize(set_start_.back());
+  set_start_.pop_back();
+  set_accept_.pop_back();
+}
+
 bool EarleyParser::push_states(const std::int32_t* new_states) {
   const std::size_t b = cur_begin(), e = cur_end();
   open_set();
@@ -197,10 +204,7 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
     }
     return close_set();
   } catch (...) {
-    // Leave the parser exactly as before the failed step.
-    items_.resize(set_start_.back());
-    set_start_.pop_back();
-    set_accept_.pop_back();
+    abandon_set();
     throw;
   }
 }
@@ -223,9 +227,7 @@ bool EarleyParser::push_token(std::int32_t token_id) {
     }
     return close_set();
   } catch (...) {
-    items_.resize(set_start_.back());
-    set_start_.pop_back();
-    set_accept_.pop_back();
+    abandon_set();
     throw;
   }
 }

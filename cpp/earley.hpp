@@ -76,6 +76,7 @@ class EarleyParser {
  private:
   void open_set();
   bool close_set();  // closure of the newest set; false (and popped) when empty
+  void abandon_set();
   void add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate);
   void ensure_costs();
 

@@ -2,37 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 import corral
 from corral import models
 
 
-@pytest.fixture(scope="session")
-def smollm2() -> corral.Tokenizer:
+def _load(locate: Callable[[], Path], module: str, load: Callable[[Path], corral.Tokenizer]) -> corral.Tokenizer:
+    """Load a packaged vocabulary; skip only when its package (or reader) is not installed."""
     try:
-        path = models.smollm2_gguf_path()
+        path = locate()
     except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
         pytest.skip(str(e))
-    pytest.importorskip("gguf")
-    return corral.Tokenizer.from_gguf(path)
+    pytest.importorskip(module)
+    return load(path)
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> corral.Tokenizer:
+    return _load(models.smollm2_gguf_path, "gguf", corral.Tokenizer.from_gguf)
 
 
 @pytest.fixture(scope="session")
 def llama32() -> corral.Tokenizer:
-    try:
-        path = models.llama32_tokenizer_path()
-    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
-        pytest.skip(str(e))
-    pytest.importorskip("tokenizers")
-    return corral.Tokenizer.from_file(path)
+    return _load(models.llama32_tokenizer_path, "tokenizers", corral.Tokenizer.from_file)
 
 
 @pytest.fixture(scope="session")
 def gemma3() -> corral.Tokenizer:
-    try:
-        path = models.gemma3_gguf_path()
-    except models.ModelNotFoundError as e:
-        pytest.skip(str(e))
-    pytest.importorskip("gguf")
-    return corral.Tokenizer.from_gguf(path)
+    return _load(models.gemma3_gguf_path, "gguf", corral.Tokenizer.from_gguf)
