@@ -16,6 +16,7 @@ Build the driver:
 """
 import random
 import re
+import signal
 import subprocess
 import sys
 import warnings
@@ -96,10 +97,18 @@ def examples(pattern, n=60):
         if time.time() - t0 > 2.0:
             raise Enough()
 
+    def on_alarm(signum, frame):
+        raise Enough()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(4)  # hypothesis can stall on patterns like ((a*)*)*
     try:
         collect()
-    except Exception:
+    except BaseException:
         pass
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
     return out
 
 
