@@ -11,7 +11,9 @@ import corral
 from corral import models
 
 
-def _load(locate: Callable[[], Path], module: str, load: Callable[[Path], corral.Tokenizer]) -> corral.Tokenizer:
+def _load(
+    locate: Callable[[], Path], module: str, load: Callable[[Path], corral.Tokenizer]
+) -> corral.Tokenizer:
     """Load a packaged vocabulary; skip only when its package (or reader) is not installed."""
     try:
         path = locate()

@@ -9,9 +9,9 @@ import re
 from collections.abc import Callable
 
 import pytest
+from helpers import byte_tokenizer, bytes_index, mask_matches_accept, random_tokenization, random_walk
 
 import corral
-from helpers import byte_tokenizer, bytes_index, mask_matches_accept, random_tokenization, random_walk
 
 ARITH = r"""
 root   ::= expr
@@ -141,7 +141,11 @@ def test_walks_are_sound(name: str, grammar: str, ok: Callable[[str], bool], gen
 
 @pytest.mark.parametrize(("name", "grammar", "ok", "gen"), CASES, ids=[c[0] for c in CASES])
 def test_generated_sentences_accepted(
-    name: str, grammar: str, ok: Callable[[str], bool], gen: Callable[[random.Random], str], llama32: corral.Tokenizer
+    name: str,
+    grammar: str,
+    ok: Callable[[str], bool],
+    gen: Callable[[random.Random], str],
+    llama32: corral.Tokenizer,
 ) -> None:
     g = corral.compile_grammar(grammar, llama32)
     index = bytes_index(llama32)
