@@ -93,8 +93,12 @@ class GrammarParser {
     fail_at(pos_, msg + ", found " + found);
   }
   std::string describe_here() const {
-    std::size_t n = 0;
-    while (pos_ + n < s_.size() && n < 12 && s_[pos_ + n] != '\n') ++n;
+    // Up to 12 characters, cut at a UTF-8 character boundary.
+    std::size_t n = 0, chars = 0;
+    while (pos_ + n < s_.size() && s_[pos_ + n] != '\n') {
+      if ((static_cast<unsigned char>(s_[pos_ + n]) & 0xC0) != 0x80 && ++chars > 12) break;
+      ++n;
+    }
     return "'" + std::string(s_.substr(pos_, n)) + "'";
   }
 

@@ -71,6 +71,11 @@ nb::dict default_limits() {
   return d;
 }
 
+// Error text may quote user input; decode leniently so a message can never fail to convert.
+nb::object text(const std::string& s) {
+  return nb::steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
+
 void raise_py(const char* cls, nb::object args_tuple) {
   nb::object errors = nb::module_::import_("corral.errors");
   nb::object exc = errors.attr(cls)(*args_tuple);
@@ -86,13 +91,13 @@ NB_MODULE(_core, m) {
     try {
       std::rethrow_exception(p);
     } catch (const CompileError& e) {
-      raise_py("CompileError", nb::make_tuple(e.bare_message(), e.offset(), e.line(), e.column()));
+      raise_py("CompileError", nb::make_tuple(text(e.bare_message()), e.offset(), e.line(), e.column()));
     } catch (const LimitExceeded& e) {
-      raise_py("LimitExceeded", nb::make_tuple(e.limit(), e.given(), e.limit_value(), std::string(e.what())));
+      raise_py("LimitExceeded", nb::make_tuple(e.limit(), e.given(), e.limit_value(), text(e.what())));
     } catch (const TokenizerError& e) {
-      raise_py("TokenizerError", nb::make_tuple(std::string(e.what())));
+      raise_py("TokenizerError", nb::make_tuple(text(e.what())));
     } catch (const InternalError& e) {
-      raise_py("InternalError", nb::make_tuple(std::string(e.what())));
+      raise_py("InternalError", nb::make_tuple(text(e.what())));
     }
   });
 
@@ -145,7 +150,7 @@ NB_MODULE(_core, m) {
       .def("copy", [](const Matcher& self) { return Matcher(self); }, "An independent copy.")
       .def("__copy__", [](const Matcher& self) { return Matcher(self); })
       .def_prop_ro("num_steps", &Matcher::num_steps)
-      .def_prop_ro("error", [](const Matcher& self) { return self.error(); },
+      .def_prop_ro("error", [](const Matcher& self) { return text(self.error()); },
                    "Why the matcher entered its error state ('' when healthy).");
 
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")

@@ -74,7 +74,7 @@ class Matcher:
     def num_steps(self) -> int: ...
 
     @property
-    def error(self) -> str:
+    def error(self) -> object:
         """Why the matcher entered its error state ('' when healthy)."""
 
 class CompiledGrammar:
