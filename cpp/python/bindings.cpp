@@ -7,9 +7,10 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
-#include <algorithm>
-#include <thread>
 
+#include <algorithm>
+
+#include "batch.hpp"
 #include "compile.hpp"
 #include "matcher.hpp"
 
@@ -201,23 +202,18 @@ NB_MODULE(_core, m) {
             if (!matchers[i]) throw nb::type_error("matchers must not contain None");
             dst[i] = bitmask_row(bitmask, rows[i], matchers[i]->compiled().vocab().mask_words());
           }
-          for (std::size_t i = 0; i < matchers.size(); ++i)
-            for (std::size_t j = i + 1; j < matchers.size(); ++j)
-              if (matchers[i] == matchers[j]) throw nb::value_error("the same matcher appears twice in the batch");
+          // Two matchers on one row, or one matcher twice, would race.
+          std::vector<Matcher*> ms(matchers);
+          std::sort(ms.begin(), ms.end());
+          if (std::adjacent_find(ms.begin(), ms.end()) != ms.end())
+            throw nb::value_error("the same matcher appears twice in the batch");
+          std::vector<std::size_t> rs(rows);
+          std::sort(rs.begin(), rs.end());
+          if (std::adjacent_find(rs.begin(), rs.end()) != rs.end())
+            throw nb::value_error("two matchers would write the same bitmask row");
           nb::gil_scoped_release release;
-          std::size_t n = matchers.size();
-          std::size_t t = std::min(n, threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
-          if (t <= 1) {
-            for (std::size_t i = 0; i < n; ++i) matchers[i]->fill_next_token_bitmask(dst[i]);
-            return;
-          }
-          std::vector<std::thread> pool;
-          for (std::size_t w = 0; w < t; ++w)
-            pool.emplace_back([&, w] {
-              for (std::size_t i = w; i < n; i += t) matchers[i]->fill_next_token_bitmask(dst[i]);
-            });
-          for (auto& th : pool) th.join();
+          corral::fill_next_token_bitmasks(matchers, dst, threads);
         },
         "matchers"_a, nb::arg("bitmask").noconvert(), "rows"_a = std::vector<std::size_t>(), "threads"_a = 0,
-        "Fill the masks of many matchers at once (GIL released, one thread per core).");
+        "Fill the masks of many matchers at once (GIL released, on a persistent worker pool).");
 }

@@ -98,5 +98,5 @@ def json_grammar_text() -> str: ...
 
 def fill_next_token_bitmasks(matchers: Sequence[Matcher], bitmask: Annotated[NDArray[numpy.int32], dict(order='C', device='cpu')], rows: Sequence[int] = [], threads: int = 0) -> None:
     """
-    Fill the masks of many matchers at once (GIL released, one thread per core).
+    Fill the masks of many matchers at once (GIL released, on a persistent worker pool).
     """
