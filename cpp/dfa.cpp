@@ -458,70 +458,86 @@ class DfaBuilder {
     const SymDfa min = minimise(live, budget);
 
     Expander ex(min.size(), limits);
+    // All class ranges in code point order, labelled with their class.
+    std::vector<CpEdge> by_cp;
+    for (std::uint32_t c = 0; c < min.k; ++c)
+      for (const auto& r : nfa.class_ranges[c]) by_cp.push_back({r.lo, r.hi, static_cast<std::int32_t>(c)});
+    std::sort(by_cp.begin(), by_cp.end(), [](const CpEdge& a, const CpEdge& b) { return a.lo < b.lo; });
     std::vector<CpEdge> cp;
     for (std::size_t s = 0; s < min.size(); ++s) {
       cp.clear();
-      for (std::uint32_t c = 0; c < min.k; ++c) {
-        const std::int32_t t = min.at(s, c);
+      for (const CpEdge& r : by_cp) {
+        const std::int32_t t = min.at(s, static_cast<std::uint32_t>(r.to));
         if (t < 0) continue;
-        for (const auto& r : nfa.class_ranges[c]) cp.push_back({r.lo, r.hi, t});
+        if (!cp.empty() && cp.back().to == t && cp.back().hi + 1 == r.lo)
+          cp.back().hi = r.hi;
+        else
+          cp.push_back({r.lo, r.hi, t});
       }
-      std::sort(cp.begin(), cp.end(), [](const CpEdge& a, const CpEdge& b) { return a.lo < b.lo; });
       ex.expand_state(s, cp);
     }
     const auto& edges = ex.edges();
     const std::size_t n = edges.size();
     if (n > limits.max_dfa_states) too_many_states(n, limits);
 
-    // Byte classes: elementary intervals between edge boundaries, then merge intervals whose
-    // columns (target in every state) are equal.
-    std::array<bool, 257> cut{};
-    cut[0] = cut[256] = true;
-    for (const auto& es : edges)
-      for (const Edge& e : es) cut[e.lo] = cut[static_cast<std::size_t>(e.hi) + 1] = true;
-    std::array<std::uint16_t, 256> interval_of{};
-    std::vector<std::uint16_t> interval_lo;
-    for (int b = 0; b < 256; ++b) {
-      if (cut[static_cast<std::size_t>(b)]) interval_lo.push_back(static_cast<std::uint16_t>(b));
-      interval_of[static_cast<std::size_t>(b)] = static_cast<std::uint16_t>(interval_lo.size() - 1);
-    }
-    const std::size_t ne = interval_lo.size();
-    std::vector<std::int32_t> te(n * ne, Dfa::kDead);
-    for (std::size_t s = 0; s < n; ++s)
-      for (const Edge& e : edges[s])
-        for (std::size_t i = interval_of[e.lo]; i <= interval_of[e.hi]; ++i) te[s * ne + i] = e.to;
-    std::vector<std::uint64_t> col_hash(ne, 1469598103934665603ull);
-    for (std::size_t s = 0; s < n; ++s)
-      for (std::size_t i = 0; i < ne; ++i)
-        col_hash[i] = (col_hash[i] ^ static_cast<std::uint32_t>(te[s * ne + i])) * 1099511628211ull;
-    std::vector<std::int32_t> interval_class(ne, -1);
-    std::vector<std::size_t> class_interval;  // representative interval per class
-    for (std::size_t i = 0; i < ne; ++i) {  // intervals in byte order: class ids by first byte
-      for (std::size_t c = 0; c < class_interval.size(); ++c) {
-        const std::size_t j = class_interval[c];
-        if (col_hash[j] != col_hash[i]) continue;
-        bool same = true;
-        for (std::size_t s = 0; s < n && same; ++s) same = te[s * ne + i] == te[s * ne + j];
-        if (same) {
-          interval_class[i] = static_cast<std::int32_t>(c);
-          break;
+    // Byte classes by partition refinement, state by state: bytes covered by an edge get a
+    // fresh label keyed by (old label, target); uncovered bytes keep theirs (target: dead).
+    // Cost is the total width of all edges, not states x 256.
+    std::array<std::uint32_t, 256> label{};
+    std::uint32_t next_label = 1;
+    constexpr std::uint32_t kCompactAt = 2048;  // labels are renumbered densely past this
+    std::vector<std::uint32_t> stamp(kCompactAt + 257, 0), to_of(kCompactAt + 257, 0), new_of(kCompactAt + 257, 0);
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> overflow;  // (old<<32|to) -> new
+    for (std::size_t s = 0; s < n; ++s) {
+      overflow.clear();
+      const auto tag = static_cast<std::uint32_t>(s + 1);
+      for (const Edge& e : edges[s]) {
+        const auto to = static_cast<std::uint32_t>(e.to);
+        for (int b = e.lo; b <= e.hi; ++b) {
+          const std::uint32_t old = label[static_cast<std::size_t>(b)];
+          std::uint32_t nl;
+          if (stamp[old] != tag) {
+            stamp[old] = tag, to_of[old] = to, new_of[old] = nl = next_label++;
+          } else if (to_of[old] == to) {
+            nl = new_of[old];
+          } else {
+            const std::uint64_t key = static_cast<std::uint64_t>(old) << 32 | to;
+            nl = 0;
+            for (const auto& o : overflow)
+              if (o.first == key) nl = o.second;
+            if (nl == 0) overflow.emplace_back(key, nl = next_label++);
+          }
+          label[static_cast<std::size_t>(b)] = nl;
         }
       }
-      if (interval_class[i] < 0) {
-        interval_class[i] = static_cast<std::int32_t>(class_interval.size());
-        class_interval.push_back(i);
+      if (next_label > kCompactAt) {  // at most 256 labels are alive: renumber them 0..k-1
+        std::vector<std::uint32_t> dense(next_label, 0xFFFFFFFFu);
+        std::uint32_t k = 0;
+        for (auto& l : label) {
+          if (dense[l] == 0xFFFFFFFFu) dense[l] = k++;
+          l = dense[l];
+        }
+        next_label = k;
+        std::fill(stamp.begin(), stamp.end(), 0u);
       }
     }
-    const std::size_t nc = class_interval.size();
+    // Dense class ids in order of each class's smallest byte.
+    std::unordered_map<std::uint32_t, std::uint32_t> class_of_label;
+    std::size_t nc = 0;
+    dfa.class_rep_.clear();
+    for (int b = 0; b < 256; ++b) {
+      auto ins = class_of_label.emplace(label[static_cast<std::size_t>(b)], static_cast<std::uint32_t>(nc));
+      if (ins.second) {
+        ++nc;
+        dfa.class_rep_.push_back(static_cast<std::uint8_t>(b));
+      }
+      dfa.classes_[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(ins.first->second);
+    }
     dfa.num_classes_ = static_cast<std::uint32_t>(nc);
-    for (int b = 0; b < 256; ++b)
-      dfa.classes_[static_cast<std::size_t>(b)] =
-          static_cast<std::uint8_t>(interval_class[interval_of[static_cast<std::size_t>(b)]]);
-    dfa.class_rep_.assign(nc, 0);
-    for (std::size_t c = 0; c < nc; ++c) dfa.class_rep_[c] = static_cast<std::uint8_t>(interval_lo[class_interval[c]]);
     dfa.table_.assign(n * nc, Dfa::kDead);
     for (std::size_t s = 0; s < n; ++s)
-      for (std::size_t c = 0; c < nc; ++c) dfa.table_[s * nc + c] = te[s * ne + class_interval[c]];
+      for (const Edge& e : edges[s])
+        for (int b = e.lo; b <= e.hi; ++b) dfa.table_[s * nc + dfa.classes_[static_cast<std::size_t>(b)]] = e.to;
     dfa.accepting_.assign(n, 0);
     for (std::size_t s = 0; s < min.size(); ++s) dfa.accepting_[s] = min.acc[s];
     dfa.start_ = min.start;
@@ -529,19 +545,13 @@ class DfaBuilder {
     // Shortest distance to acceptance: BFS over reversed edges from every accepting state.
     std::vector<std::uint32_t> rstart(n + 1, 0), radj;
     for (std::size_t s = 0; s < n; ++s)
-      for (std::size_t c = 0; c < nc; ++c) {
-        const std::int32_t t = dfa.table_[s * nc + c];
-        if (t >= 0) ++rstart[static_cast<std::size_t>(t) + 1];
-      }
+      for (const Edge& e : edges[s]) ++rstart[static_cast<std::size_t>(e.to) + 1];
     for (std::size_t i = 0; i < n; ++i) rstart[i + 1] += rstart[i];
     radj.resize(rstart[n]);
     {
       std::vector<std::uint32_t> fill(rstart.begin(), rstart.end() - 1);
       for (std::size_t s = 0; s < n; ++s)
-        for (std::size_t c = 0; c < nc; ++c) {
-          const std::int32_t t = dfa.table_[s * nc + c];
-          if (t >= 0) radj[fill[static_cast<std::size_t>(t)]++] = static_cast<std::uint32_t>(s);
-        }
+        for (const Edge& e : edges[s]) radj[fill[static_cast<std::size_t>(e.to)]++] = static_cast<std::uint32_t>(s);
     }
     constexpr std::uint32_t kInf = 0xFFFFFFFFu;
     dfa.dist_.assign(n, kInf);
@@ -559,10 +569,9 @@ class DfaBuilder {
     for (std::size_t s = 0; s < n; ++s) {
       CORRAL_CHECK(dfa.dist_[s] != kInf, "DFA state cannot reach acceptance");
       if (dfa.dist_[s] == 0) continue;
-      for (std::size_t c = 0; c < nc; ++c) {  // class ids ascend with their smallest byte
-        const std::int32_t t = dfa.table_[s * nc + c];
-        if (t >= 0 && dfa.dist_[static_cast<std::size_t>(t)] + 1 == dfa.dist_[s]) {
-          dfa.toward_[s] = dfa.class_rep_[c];
+      for (const Edge& e : edges[s]) {  // sorted by byte: the first hit is the smallest byte
+        if (dfa.dist_[static_cast<std::size_t>(e.to)] + 1 == dfa.dist_[s]) {
+          dfa.toward_[s] = e.lo;
           break;
         }
       }

@@ -3,14 +3,15 @@
 // In:  a regular tree (no RuleRef).
 // Out: Nfa (nfa.hpp): the alphabet partition and an epsilon-NFA built right to left (each node
 //      is compiled with its continuation state already known, so no patch lists are needed).
-// Invariant: the construction matches estimate_nfa_size's accounting (one state per Chars, one
-//      split per Alt / optional or looping copy); counted repetition is expanded by copying.
+// Invariant: estimate_nfa_size bounds the state count (one state per Chars, one
+//      split per Alt / optional or looping copy; shared fragments only lower it); counted
+//      repetition is expanded by copying.
 // Algorithm: Thompson (1968) construction; the alphabet partition is the standard refinement of
 //      elementary intervals by each set in turn.
 #include "nfa.hpp"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "errors.hpp"
 
@@ -18,22 +19,13 @@ namespace corral {
 
 namespace {
 
-using RangeVec = std::vector<CodepointRange>;
-
-struct RangeLess {
-  bool operator()(const RangeVec& a, const RangeVec& b) const {
-    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
-                                        [](const CodepointRange& x, const CodepointRange& y) {
-                                          return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
-                                        });
-  }
-};
-
 class NfaBuilder {
  public:
   NfaBuilder(const Limits& limits, const Budget& budget) : limits_(limits), budget_(budget) {}
 
   Nfa run(const NodePtr& root) {
+    node_id_.reserve(256);
+    memo_.reserve(256);
     collect_sets(*root);
     partition();
     nfa_.match = new_state(NfaState::Match);
@@ -42,17 +34,50 @@ class NfaBuilder {
   }
 
  private:
-  void collect_sets(const Node& n) {
+  // Assigns every node a structural id (equal subtrees get equal ids) and every distinct
+  // CharSet a set id.
+  std::int32_t collect_sets(const Node& n) {
+    auto known = node_id_.find(&n);
+    if (known != node_id_.end()) return known->second;
     if (n.kind == NodeKind::RuleRef) throw InternalError("a grammar rule reference cannot be compiled to a DFA");
+    std::vector<std::int64_t> key{static_cast<std::int64_t>(n.kind)};
     if (n.kind == NodeKind::Chars) {
-      auto it = set_ids_.find(n.chars.ranges());
-      if (it == set_ids_.end()) {
-        const auto id = static_cast<std::int32_t>(sets_.size());
-        set_ids_.emplace(n.chars.ranges(), id);
+      std::uint64_t h = 1469598103934665603ull;
+      for (const auto& r : n.chars.ranges()) h = (h ^ (static_cast<std::uint64_t>(r.lo) << 21 ^ r.hi)) * 1099511628211ull;
+      std::int32_t id = -1;
+      auto range = set_hash_.equal_range(h);
+      for (auto it = range.first; it != range.second; ++it)
+        if (*sets_[static_cast<std::size_t>(it->second)] == n.chars) id = it->second;
+      if (id < 0) {
+        id = static_cast<std::int32_t>(sets_.size());
+        set_hash_.emplace(h, id);
         sets_.push_back(&n.chars);
       }
+      key.push_back(id);
+      // Chars nodes are identified by their set alone: skip the generic key map.
+      if (static_cast<std::size_t>(id) >= chars_struct_.size()) chars_struct_.resize(static_cast<std::size_t>(id) + 1, -1);
+      std::int32_t& sid = chars_struct_[static_cast<std::size_t>(id)];
+      if (sid < 0) {
+        sid = next_struct_++;
+        set_of_.emplace(sid, id);
+      }
+      node_id_.emplace(&n, sid);
+      return sid;
+    } else if (n.kind == NodeKind::Repeat) {
+      key.push_back(n.min);
+      key.push_back(n.max);
     }
-    for (const auto& k : n.kids) collect_sets(*k);
+    for (const auto& k : n.kids) key.push_back(collect_sets(*k));
+    auto it = struct_id_.find(key);
+    std::int32_t id;
+    if (it == struct_id_.end()) {
+      id = next_struct_++;
+      struct_id_.emplace(std::move(key), id);
+    } else {
+      id = it->second;
+    }
+    node_id_.emplace(&n, id);
+    return id;
   }
 
   // Elementary intervals between all range boundaries, refined set by set into classes.
@@ -72,8 +97,9 @@ class NfaBuilder {
     std::vector<std::uint32_t> remap_stamp, remap_to;
     std::uint32_t next_id = 1, round = 0;
     auto each_interval = [&](const CharSet& s, auto&& fn) {
+      std::size_t e = 0;  // ranges are sorted: walk the cuts monotonically
       for (const auto& r : s.ranges()) {
-        std::size_t e = static_cast<std::size_t>(std::lower_bound(cuts.begin(), cuts.end(), r.lo) - cuts.begin());
+        while (cuts[e] < r.lo) ++e;
         for (; e < ne && cuts[e] <= r.hi; ++e) fn(e);
       }
     };
@@ -137,14 +163,27 @@ class NfaBuilder {
     return static_cast<std::int32_t>(nfa_.states.size() - 1);
   }
 
-  // Compiles `n` so that it continues to state `next`; returns the entry state.
+  // Compiles `n` so that it continues to state `next`; returns the entry state. Structurally
+  // equal subtrees with the same continuation share one fragment, so alternatives with common
+  // suffixes (`AB-\d{5}|CD-\d{5}`) share their tails and determinisation stays small.
   std::int32_t build(const Node& n, std::int32_t next) {
+    if (n.kind == NodeKind::Empty) return next;
+    const std::uint64_t memo_key =
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(node_id_.at(&n))) << 32 | static_cast<std::uint32_t>(next);
+    auto hit = memo_.find(memo_key);
+    if (hit != memo_.end()) return hit->second;
+    const std::int32_t entry = build_fresh(n, next);
+    memo_.emplace(memo_key, entry);
+    return entry;
+  }
+
+  std::int32_t build_fresh(const Node& n, std::int32_t next) {
     switch (n.kind) {
       case NodeKind::Empty:
         return next;
       case NodeKind::Chars: {
         const std::int32_t s = new_state(NfaState::Char);
-        nfa_.states[static_cast<std::size_t>(s)].set = set_ids_.at(n.chars.ranges());
+        nfa_.states[static_cast<std::size_t>(s)].set = set_of_.at(node_id_.at(&n));
         nfa_.states[static_cast<std::size_t>(s)].next = next;
         return s;
       }
@@ -194,8 +233,21 @@ class NfaBuilder {
   const Limits& limits_;
   const Budget& budget_;
   Nfa nfa_;
-  std::map<RangeVec, std::int32_t, RangeLess> set_ids_;
   std::vector<const CharSet*> sets_;
+  std::unordered_multimap<std::uint64_t, std::int32_t> set_hash_;
+  std::unordered_map<const Node*, std::int32_t> node_id_;
+  struct KeyHash {
+    std::size_t operator()(const std::vector<std::int64_t>& v) const {
+      std::uint64_t h = 1469598103934665603ull;
+      for (std::int64_t x : v) h = (h ^ static_cast<std::uint64_t>(x)) * 1099511628211ull;
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+  };
+  std::unordered_map<std::vector<std::int64_t>, std::int32_t, KeyHash> struct_id_;
+  std::unordered_map<std::int32_t, std::int32_t> set_of_;  // structural id of a Chars -> set id
+  std::vector<std::int32_t> chars_struct_;                 // set id -> structural id
+  std::int32_t next_struct_ = 0;  // structural id of a Chars -> set id
+  std::unordered_map<std::uint64_t, std::int32_t> memo_;
 };
 
 }  // namespace

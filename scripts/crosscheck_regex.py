@@ -41,7 +41,7 @@ PATTERNS = [
     r"(?i:a)b", r"a(?i:b)c", r"(?i)a(?-i:b)c", r"(?a)\w+", r"(?a)\d", r"(?a)\s", r"(?ai)k",
     r"(?x) a b # comment\n c", r"(?x)[ ]a", r"(?x)a\ b", r"(?x) a * ", r"(?s:.)\n", r"(?m)^a$",
     r"(?u)\w", r"(?#comment)a", r"a(?#x)*", r"(?P<name>a)(?P<n2>b)*", r"(a)(b)?", r"(?:)",
-    r"(|a)", r"a||b", r"a*?", r"a+?b", r"a??", r"a{2,3}?", r"((a*)*)*", r"(a|aa)*", r"(a*|b)*c",
+    r"(|a)", r"a||b", r"a*?", r"a+?b", r"a??", r"a{2,3}?", 
     r"[\s\S]", r"[^\s\S]", r"[^\x00-\U0010FFFF]", r"\-\.\*", r"[\b]", r"\'\"", r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"',
     r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
@@ -56,6 +56,8 @@ PATTERNS = [
     r"\ud800", r"[\ud800]", r"\N{DIGIT ONE}",
 ]
 
+# Not here: ((a*)*)*, (a|aa)*, (a*|b)*c — Python's backtracking matcher is exponential on them
+# (they are covered by cpp/tests/test_dfa.cpp).
 REFUSED = set(PATTERNS[PATTERNS.index(r"(a)\1"):])
 
 POOL = ("aAbBcCkKsSzZ09_ -.\n\t\r\x00\x7f\x80é É ß ẞ ſ K ı İ µ μ Σ σ ς θ ϑ ǅ ǆ Ǆ ﬅ ﬆ ٣ ۳ ߀ ５ 日 本 "
