@@ -47,6 +47,7 @@ void CompiledGrammar::memo_put(const Signature& sig, const std::uint32_t* row) c
   std::unique_lock<std::shared_mutex> lock(memo_mu_);
   if (memo_.size() >= cap) memo_.clear();
   memo_.emplace(sig, std::move(v));
+  memo_count_.store(memo_.size(), std::memory_order_relaxed);
 }
 
 std::size_t CompiledGrammar::memo_entries() const {

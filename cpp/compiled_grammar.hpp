@@ -82,6 +82,8 @@ class CompiledGrammar {
   /// the memo is cleared (cheap to refill; keeps memory bounded without per-hit bookkeeping).
   void memo_put(const Signature& sig, const std::uint32_t* row) const;
   std::size_t memo_entries() const;
+  /// Cheap pre-check so grammars that never memoise (no parser work) skip the lookup.
+  bool memo_empty() const { return memo_count_.load(std::memory_order_relaxed) == 0; }
 
   std::size_t cache_entries() const;
   std::size_t cache_bytes() const;
@@ -103,6 +105,7 @@ class CompiledGrammar {
     std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }
   };
   mutable std::shared_mutex memo_mu_;
+  mutable std::atomic<std::size_t> memo_count_{0};
   mutable std::unordered_map<Signature, std::shared_ptr<const std::vector<std::uint32_t>>, SigHash> memo_;
 };
 

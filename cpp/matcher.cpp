@@ -51,7 +51,13 @@ void Matcher::mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size
   if (scratch_.empty()) scratch_.resize(grammar_->vocab().trie().max_depth() + 2);
   Scratch& sc = scratch_[level];
   frontier_key(sc, subtree);
-  auto entry = grammar_->frontier_entry(sc.key);
+  // Consecutive steps inside one terminal usually share a frontier: reuse the last entry
+  // without hashing or locking.
+  if (sc.key != sc.last_key || !sc.last_entry) {
+    sc.last_entry = grammar_->frontier_entry(sc.key);
+    sc.last_key = sc.key;
+  }
+  const std::shared_ptr<const FrontierEntry> entry = sc.last_entry;
   const Vocabulary& vocab = grammar_->vocab();
   const std::uint32_t words = vocab.mask_words();
   if (level == 0) {
@@ -110,10 +116,14 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
   const std::size_t mark = parser_.num_sets();
   try {
     auto* urow = reinterpret_cast<std::uint32_t*>(row);
-    const auto sig = parser_.state_signature();
-    if (auto hit = grammar_->memo_get(sig)) {
-      std::memcpy(urow, hit->data(), words * sizeof(std::uint32_t));
-      return;
+    const bool memo = grammar_->limits().max_mask_memo_mb > 0;
+    CompiledGrammar::Signature sig{0, 0};
+    if (memo && !grammar_->memo_empty()) {
+      sig = parser_.state_signature();
+      if (auto hit = grammar_->memo_get(sig)) {
+        std::memcpy(urow, hit->data(), words * sizeof(std::uint32_t));
+        return;
+      }
     }
     parser_work_ = false;
     mark_allowed(urow, 0, 0);
@@ -122,7 +132,10 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
     for (std::int32_t id : named_) urow[static_cast<std::size_t>(id) >> 5] |= 1u << (id & 31);
     if (parser_.accepting()) set_eos();
     // Only masks that needed the parser are worth memoising; the rest are one cached copy anyway.
-    if (parser_work_) grammar_->memo_put(sig, urow);
+    if (parser_work_ && memo) {
+      if (sig.first == 0 && sig.second == 0) sig = parser_.state_signature();
+      grammar_->memo_put(sig, urow);
+    }
   } catch (const std::exception& e) {
     parser_.pop_to(mark);
     set_error(e.what());

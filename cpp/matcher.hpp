@@ -49,6 +49,8 @@ class Matcher {
     std::vector<std::uint64_t> key;
     std::vector<std::uint32_t> item_elem;  // per item of the current set: frontier index or ~0
     std::vector<std::int32_t> mapped;
+    std::vector<std::uint64_t> last_key;
+    std::shared_ptr<const FrontierEntry> last_entry;
   };
   void frontier_key(Scratch& sc, std::uint32_t subtree);
   void mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size_t level);
