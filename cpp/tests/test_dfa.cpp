@@ -8,6 +8,7 @@
 #include "dfa.hpp"
 #include "errors.hpp"
 #include "regex_parser.hpp"
+#include "dfa_helpers.hpp"
 #include "testing.hpp"
 
 using namespace corral;
@@ -19,14 +20,7 @@ Dfa compile_pattern(const std::string& p, const Limits& lim = Limits{}) {
   return Dfa::compile(parse_regex(p, lim), lim, b);
 }
 
-bool full_match(const Dfa& d, const std::string& s) {
-  std::int32_t st = d.start();
-  for (unsigned char c : s) {
-    if (st == Dfa::kDead) return false;
-    st = d.next(st, c);
-  }
-  return st != Dfa::kDead && d.accepting(st);
-}
+using corral_test::full_match;
 
 // Independent check of minimality: Moore refinement over all 256 bytes must not split further.
 std::size_t moore_blocks(const Dfa& d) {

@@ -7,6 +7,7 @@
 #include "errors.hpp"
 #include "regex_ast.hpp"
 #include "regex_parser.hpp"
+#include "dfa_helpers.hpp"
 #include "testing.hpp"
 
 using namespace corral;
@@ -28,14 +29,7 @@ std::pair<long, int> error_at(const std::string& p) {
   return {-1, -1};
 }
 
-bool full_match(const Dfa& d, const std::string& s) {
-  std::int32_t st = d.start();
-  for (unsigned char c : s) {
-    if (st == Dfa::kDead) return false;
-    st = d.next(st, c);
-  }
-  return st != Dfa::kDead && d.accepting(st);
-}
+using corral_test::full_match;
 
 Dfa compile(const NodePtr& n) {
   Limits lim;

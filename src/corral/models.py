@@ -74,7 +74,8 @@ def smollm2_gguf_path() -> Path:
 
 
 def llama32_tokenizer_path() -> Path:
-    """Path of the Llama 3.2 ``tokenizer.json`` (byte-level BPE, 128,256 tokens).
+    """Path of the Llama 3.2 ``tokenizer.json`` (byte-level BPE; 128,257 ids in this package's
+    copy, which is the Vision variant's tokenizer with ``<|image|>``).
 
     Returns
     -------
