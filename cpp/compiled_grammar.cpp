@@ -3,6 +3,7 @@
 #include "compiled_grammar.hpp"
 
 #include <map>
+#include <type_traits>
 #include <mutex>
 
 namespace corral {
@@ -75,9 +76,11 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   }
   const std::uint32_t root_depth = trie.depth(root);
   std::vector<const Dfa*> dfas(m);
+  std::vector<std::uint8_t> followable(m);
   std::vector<std::int32_t> states((trie.max_depth() + 1) * (m == 0 ? 1 : m), -1);
   for (std::size_t e = 0; e < m; ++e) {
     dfas[e] = &grammar_.terminals[static_cast<std::size_t>(key[e] >> 32)].dfa;
+    followable[e] = grammar_.followable[static_cast<std::size_t>(key[e] >> 32)];
     states[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(key[e]));
   }
   FrontierEntry out;
@@ -88,21 +91,27 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   std::map<std::vector<std::int32_t>, std::int32_t> group_ids;
   std::vector<std::vector<std::pair<std::string_view, std::int32_t>>> heads;
 
-  const std::uint32_t n = trie.subtree_end(root);
-  std::uint32_t i = root + 1;
-  while (i < n) {
+  // The walk, instantiated for a single frontier element (the common case inside a terminal,
+  // where it is fully unrolled) and for any number of them.
+  auto walk = [&](auto fixed_m) {
+    constexpr std::size_t kM = decltype(fixed_m)::value;
+    const std::size_t mm = kM != 0 ? kM : m;
+    const std::uint32_t n = trie.subtree_end(root);
+    std::uint32_t i = root + 1;
+    while (i < n) {
     const std::uint32_t d = trie.depth(i) - root_depth;  // depth relative to the walk's root
     const std::uint8_t b = trie.byte(i);
-    const std::int32_t* parent = &states[(d - 1) * m];
-    std::int32_t* cur = &states[d * m];
+    const std::int32_t* parent = &states[(d - 1) * mm];
+    std::int32_t* cur = &states[d * mm];
     bool live = false, acc = false;
-    for (std::size_t e = 0; e < m; ++e) {
+    for (std::size_t e = 0; e < mm; ++e) {
       const std::int32_t s = parent[e];
       const std::int32_t ns = s < 0 ? -1 : dfas[e]->next(s, b);
       cur[e] = ns;
       if (ns >= 0) {
         live = true;
-        acc = acc || dfas[e]->accepting(ns);
+        // Only a terminal that something can follow makes a split worth the parser's time.
+        acc = acc || (followable[e] && dfas[e]->accepting(ns));
       }
     }
     const std::int32_t g = grp[d - 1];
@@ -112,7 +121,7 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
         else out.allowed_ids.push_back(*t);
       }
       if (g < 0 && acc && trie.subtree_end(i) > i + 1) {
-        std::vector<std::int32_t> v(cur, cur + m);
+        std::vector<std::int32_t> v(cur, cur + mm);
         auto it = group_ids.find(v);
         std::int32_t id;
         if (it == group_ids.end()) {
@@ -148,6 +157,9 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
       i = trie.subtree_end(i);
     }
   }
+  };
+  if (m == 1) walk(std::integral_constant<std::size_t, 1>{});
+  else walk(std::integral_constant<std::size_t, 0>{});
   if (root != 0 && out.allowed_ids.size() > vocab_->mask_words()) {
     // Many ids: a dense mask is both smaller and faster to apply.
     out.allowed.assign(vocab_->mask_words(), 0);

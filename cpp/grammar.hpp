@@ -90,6 +90,9 @@ class Grammar {
   std::vector<std::uint8_t> nullable;              // per nonterminal
   std::vector<std::uint64_t> min_len;              // per nonterminal: shortest derivation (bytes)
   std::vector<std::int32_t> best_prod;             // per nonterminal: production achieving min_len
+  // Per terminal: can some byte follow it in a sentence? A terminal that can only end the
+  // output never needs the parser after it inside a token (it is a dead end there).
+  std::vector<std::uint8_t> followable;
   // Flattened right-hand sides for the parser's hot loop: symbols of production p are
   // rhs_flat[rhs_begin[p] .. rhs_begin[p+1]); suffix_min[rhs_begin[p] + d] is the shortest
   // string derivable from symbols d.. of production p (d may equal the length: 0).

@@ -384,6 +384,49 @@ void Grammar::finalize() {
   nullable.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) nullable[i] = min_len[i] == 0;
 
+  // followable: fixpoint over "X can be followed by a non-empty string". A symbol can produce
+  // a non-empty string unless its language is exactly {""}.
+  std::vector<std::uint8_t> nt_nonempty(n, 0), nt_follow(n, 0);
+  auto term_nonempty = [&](std::int32_t t) {
+    const Terminal& term = terminals[static_cast<std::size_t>(t)];
+    return term.is_token || (!term.dfa.empty_language() && term.dfa.num_states() > 1) ||
+           (!term.dfa.empty_language() && !term.dfa.matches_empty());
+  };
+  auto sym_nonempty = [&](Symbol s) {
+    return s.is_terminal() ? term_nonempty(s.index()) : nt_nonempty[static_cast<std::size_t>(s.index())] != 0;
+  };
+  for (bool again = true; again;) {
+    again = false;
+    for (const Production& p : productions) {
+      bool ne = false;
+      for (Symbol s : p.rhs) ne = ne || sym_nonempty(s);
+      auto& slot = nt_nonempty[static_cast<std::size_t>(p.lhs)];
+      if (ne && !slot) slot = 1, again = true;
+    }
+  }
+  followable.assign(terminals.size(), 0);
+  for (bool again = true; again;) {
+    again = false;
+    for (const Production& p : productions) {
+      bool after = false;  // can the part after position i produce a byte?
+      bool lhs_follow = nt_follow[static_cast<std::size_t>(p.lhs)] != 0;
+      for (std::size_t i = p.rhs.size(); i-- > 0;) {
+        const Symbol s = p.rhs[i];
+        const bool f = after || lhs_follow;
+        if (f) {
+          if (s.is_terminal()) {
+            auto& slot = followable[static_cast<std::size_t>(s.index())];
+            if (!slot) slot = 1, again = true;
+          } else {
+            auto& slot = nt_follow[static_cast<std::size_t>(s.index())];
+            if (!slot) slot = 1, again = true;
+          }
+        }
+        after = after || sym_nonempty(s);
+      }
+    }
+  }
+
   rhs_begin.assign(productions.size() + 1, 0);
   rhs_flat.clear();
   suffix_min.clear();
