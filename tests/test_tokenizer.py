@@ -772,3 +772,17 @@ def test_models_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_end_of_turn_list() -> None:
     assert "<|eot_id|>" in END_OF_TURN_TOKENS and "<end_of_turn>" in END_OF_TURN_TOKENS
+
+
+@pytest.mark.real_tokenizer
+def test_llama32_from_real_transformers_tokenizer(llama32: Tokenizer) -> None:
+    transformers = pytest.importorskip("transformers")
+    from corral import models
+
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(models.llama32_tokenizer_path()))
+    tok = Tokenizer.from_hf(fast, eos_ids=llama32.eos_ids)
+    assert tok.token_bytes == llama32.token_bytes
+    assert tok.special_ids == llama32.special_ids
+    assert tok.hash == llama32.hash
+    text = 'JSON: {"naïve": [1, 2.5e3], "emoji": "🙂"}'
+    assert tok.decode(fast.encode(text, add_special_tokens=False)) == text.encode()
