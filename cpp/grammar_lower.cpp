@@ -215,9 +215,25 @@ class Lowerer {
     return Symbol::terminal(id);
   }
 
+  // A regular piece small enough to become (part of) one terminal. Bigger regular pieces —
+  // typically a bounded repetition like (item){0,1000} — are lowered as grammar repetition of a
+  // smaller terminal instead, so a large bound costs productions, not DFA states.
+  bool mergeable(const NodePtr& n) const {
+    if (!is_regular(n)) return false;
+    if (estimate_nfa_size(n) <= merge_cap()) return true;
+    // Too big for one terminal: split it, unless splitting needs too many productions (then
+    // the DFA limits decide, which the caller may have raised for exactly this regex).
+    if (n->kind == NodeKind::Repeat) {
+      const std::uint64_t span = n->max == Node::kUnbounded ? 1 : n->max - n->min;
+      return static_cast<std::uint64_t>(n->min) + span > limits_.max_productions / 4;
+    }
+    return n->kind != NodeKind::Concat && n->kind != NodeKind::Alt;
+  }
+  std::uint64_t merge_cap() const { return std::max<std::uint64_t>(2000, limits_.max_nfa_states / 10); }
+
   std::vector<Seq> lower_alts(const NodePtr& n) {
     if (n->kind == NodeKind::Empty) return {Seq{}};
-    if (is_regular(n)) return {Seq{terminal_symbol(n)}};
+    if (mergeable(n)) return {Seq{terminal_symbol(n)}};
     if (n->kind == NodeKind::Alt) {
       std::vector<Seq> out;
       for (const auto& k : n->kids) {
@@ -234,15 +250,20 @@ class Lowerer {
     Seq out;
     if (n->kind == NodeKind::Concat) {
       std::vector<NodePtr> run;  // pending regular pieces, merged into one terminal
+      std::uint64_t run_size = 0;
       auto flush = [&] {
         if (run.empty()) return;
         out.push_back(terminal_symbol(run.size() == 1 ? run[0] : make_concat(run)));
         run.clear();
+        run_size = 0;
       };
       for (const auto& k : n->kids) {
         if (k->kind == NodeKind::Empty) continue;
-        if (is_regular(k)) {
+        if (mergeable(k)) {
+          const std::uint64_t sz = estimate_nfa_size(k);
+          if (run_size + sz > merge_cap()) flush();
           run.push_back(k);
+          run_size += sz;
           continue;
         }
         flush();
@@ -253,7 +274,7 @@ class Lowerer {
       return out;
     }
     if (n->kind == NodeKind::Empty) return out;
-    if (is_regular(n)) return {terminal_symbol(n)};
+    if (mergeable(n)) return {terminal_symbol(n)};
     if (n->kind == NodeKind::RuleRef)
       return {n->rule >= 0 ? rule_symbol(n->rule) : token_symbol(ast_.tokens[token_ref_index(n->rule)])};
     if (n->kind == NodeKind::Alt) {

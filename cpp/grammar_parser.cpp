@@ -2,7 +2,8 @@
 //
 // In:  UTF-8 text in llama.cpp GBNF syntax (`name ::= alternatives`, `|`, grouping, `* + ?`,
 //      `{m}` `{m,}` `{m,n}`, "literals" with escapes, [classes] with ranges/negation/escapes,
-//      `.`, `# comments`) extended with `/regex/` terminals in Python `re` syntax.
+//      `.`, `# comments`) extended with `/regex/` terminals in Python `re` syntax (`/regex/j`:
+//      over decoded JSON string contents, matched in their encoded form).
 // Out: one expression tree per rule (RuleRef nodes point into the rule table).
 // Invariants: every error is a CompileError with line and column and what was expected; nesting
 // is bounded by Limits::max_nesting so hostile input cannot overflow the stack.
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "grammar.hpp"
+#include "json_string.hpp"
 #include "regex_parser.hpp"
 
 namespace corral {
@@ -417,12 +419,24 @@ class GrammarParser {
     }
     std::string_view pattern = s_.substr(body, pos_ - body);
     ++pos_;  // closing /
+    // Flags: letters right after the closing `/`. `j`: the regex describes decoded JSON string
+    // contents and matches their JSON-encoded spelling (json_string.hpp).
+    bool json = false;
+    while (!at_end() && ((peek() >= 'a' && peek() <= 'z') || (peek() >= 'A' && peek() <= 'Z'))) {
+      if (peek() != 'j')
+        fail_at(pos_, std::string("unknown regex flag `") + static_cast<char>(peek()) +
+                          "` (the only flag is `j`: /regex/j matches JSON-encoded string contents)");
+      if (json) fail_at(pos_, "regex flag `j` given twice");
+      json = true;
+      ++pos_;
+    }
+    NodePtr n;
     try {
-      NodePtr n = parse_regex(pattern, limits_);
-      return n;
+      n = parse_regex(pattern, limits_);
     } catch (const CompileError& e) {
       fail_at(body + e.offset(), "in /regex/: " + e.bare_message());
     }
+    return json ? json_string_content(n, limits_) : n;
   }
 
   std::string_view s_;

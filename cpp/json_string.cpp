@@ -1,0 +1,265 @@
+// json_string.cpp — decoded-text regex → encoded JSON string body regex (see json_string.hpp).
+//
+// One decoded character of a set S is spelled as
+//   raw                          S − {`"`, `\`, U+0000..U+001F}
+//   | `\` ( short               members of S among " \ / b f n r t
+//         | `u` ( hex4(S ∩ BMP)                                  — \uXXXX
+//               | hex4(highs) `\u` hex4(lows) ... ) )            — surrogate pairs for S ∩ astral
+// hex4(V) is the exact regex for a set V of 16-bit values written as 4 hex digits of either case:
+// a trie over hex digit positions in which the digits whose remaining sets are equal share one
+// branch (their digit classes merge), and a full remaining block is `[0-9A-Fa-f]{k}`. Astral
+// members are grouped by the set of low surrogates that follows each high surrogate, so a range
+// like [😀-🙏] or all of U+10000..U+10FFFF becomes a single `highs \u lows` branch.
+#include "json_string.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace corral {
+namespace {
+
+using Ranges = std::vector<CodepointRange>;
+
+struct RangesLess {
+  bool operator()(const Ranges& a, const Ranges& b) const {
+    return std::lexicographical_compare(
+        a.begin(), a.end(), b.begin(), b.end(), [](const CodepointRange& x, const CodepointRange& y) {
+          return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
+        });
+  }
+};
+struct HexKeyLess {
+  bool operator()(const std::pair<int, Ranges>& a, const std::pair<int, Ranges>& b) const {
+    return a.first != b.first ? a.first < b.first : RangesLess()(a.second, b.second);
+  }
+};
+
+// The hex digit characters for the digit values in `mask` (bit d = digit d), both cases.
+CharSet hex_digit_class(std::uint32_t mask) {
+  CharSet cs;
+  for (std::uint32_t d = 0; d < 16; ++d) {
+    if (!(mask & (1u << d))) continue;
+    if (d < 10) {
+      cs.add('0' + d, '0' + d);
+    } else {
+      cs.add('a' + d - 10, 'a' + d - 10);
+      cs.add('A' + d - 10, 'A' + d - 10);
+    }
+  }
+  return cs;
+}
+
+NodePtr lit(char c) { return make_chars(CharSet::single(static_cast<std::uint8_t>(c))); }
+
+class JsonStringBuilder {
+ public:
+  explicit JsonStringBuilder(const Limits& limits) : limits_(limits) {}
+
+  NodePtr transform(const NodePtr& n) {
+    auto it = node_memo_.find(n.get());
+    if (it != node_memo_.end()) return it->second;
+    NodePtr out;
+    switch (n->kind) {
+      case NodeKind::Empty:
+        out = n;
+        break;
+      case NodeKind::Chars:
+        out = chars(n->chars);
+        break;
+      case NodeKind::Concat:
+      case NodeKind::Alt: {
+        std::vector<NodePtr> kids;
+        kids.reserve(n->kids.size());
+        for (const auto& k : n->kids) kids.push_back(transform(k));
+        out = n->kind == NodeKind::Concat ? make_concat(std::move(kids), n->pos)
+                                          : make_alt(std::move(kids), n->pos);
+        break;
+      }
+      case NodeKind::Repeat:
+        out = make_repeat(transform(n->kids[0]), n->min, n->max, n->pos);
+        break;
+      case NodeKind::RuleRef:
+        CORRAL_CHECK(false, "json_string_content: the tree contains a rule reference");
+    }
+    node_memo_.emplace(n.get(), out);
+    return out;
+  }
+
+  NodePtr chars(const CharSet& s) {
+    auto it = chars_memo_.find(s.ranges());
+    if (it != chars_memo_.end()) return it->second;
+    NodePtr out = build_chars(s);
+    const std::uint64_t size = estimate_nfa_size(out);
+    if (size > limits_.max_nfa_states)
+      throw LimitExceeded("max_nfa_states", size, limits_.max_nfa_states,
+                          "the JSON spellings of one character class alone need too many NFA states");
+    chars_memo_.emplace(s.ranges(), out);
+    return out;
+  }
+
+ private:
+  NodePtr build_chars(const CharSet& s) {
+    if (s.empty()) return make_chars(CharSet());
+    std::vector<NodePtr> top;
+    // Raw: everything but the characters JSON requires to be escaped.
+    CharSet must_escape = CharSet::range(0, 0x1F);
+    must_escape.add('"', '"');
+    must_escape.add('\\', '\\');
+    CharSet raw = charset_and_not(s, must_escape);
+    if (!raw.empty()) top.push_back(make_chars(raw));
+
+    std::vector<NodePtr> after_backslash;
+    static const std::pair<std::uint32_t, char> kShort[] = {
+        {'"', '"'}, {'\\', '\\'}, {'/', '/'}, {0x08, 'b'}, {0x0C, 'f'}, {0x0A, 'n'}, {0x0D, 'r'}, {0x09, 't'}};
+    CharSet short_cs;
+    for (const auto& e : kShort)
+      if (s.contains(e.first)) short_cs.add(static_cast<std::uint8_t>(e.second), static_cast<std::uint8_t>(e.second));
+    if (!short_cs.empty()) after_backslash.push_back(make_chars(short_cs));
+
+    std::vector<NodePtr> after_u;
+    Ranges bmp, astral;
+    for (const auto& r : s.ranges()) {
+      if (r.lo <= 0xFFFF) bmp.push_back({r.lo, std::min<std::uint32_t>(r.hi, 0xFFFF)});
+      if (r.hi >= 0x10000) astral.push_back({std::max<std::uint32_t>(r.lo, 0x10000), r.hi});
+    }
+    if (NodePtr h = hex(bmp, 4)) after_u.push_back(h);
+    for (NodePtr& p : surrogate_pairs(astral)) after_u.push_back(std::move(p));
+    if (!after_u.empty()) after_backslash.push_back(make_concat({lit('u'), make_alt(std::move(after_u))}));
+    if (!after_backslash.empty())
+      top.push_back(make_concat({lit('\\'), make_alt(std::move(after_backslash))}));
+    return make_alt(std::move(top));
+  }
+
+  static CharSet charset_and_not(const CharSet& a, const CharSet& b) {
+    // a ∩ ¬b without depending on unexported helpers.
+    CharSet nb = b.negated();
+    CharSet out;
+    const auto& x = a.ranges();
+    const auto& y = nb.ranges();
+    std::size_t i = 0, j = 0;
+    while (i < x.size() && j < y.size()) {
+      std::uint32_t lo = std::max(x[i].lo, y[j].lo), hi = std::min(x[i].hi, y[j].hi);
+      if (lo <= hi) out.add(lo, hi);
+      if (x[i].hi < y[j].hi) ++i; else ++j;
+    }
+    return out;
+  }
+
+  // `[0-9A-Fa-f]{n}`, shared per n.
+  NodePtr any_hex(int n) {
+    NodePtr& slot = any_hex_[n];
+    if (!slot) slot = make_repeat(make_chars(hex_digit_class(0xFFFF)), static_cast<std::uint32_t>(n),
+                                  static_cast<std::uint32_t>(n));
+    return slot;
+  }
+
+  // Exact regex for the values `rs` (sorted, disjoint, within [0, 16^n)) written as n hex digits;
+  // null for an empty set.
+  NodePtr hex(const Ranges& rs, int n) {
+    if (rs.empty()) return nullptr;
+    const std::uint32_t size = 1u << (4 * n);
+    if (rs.size() == 1 && rs[0].lo == 0 && rs[0].hi == size - 1) return any_hex(n);
+    auto key = std::make_pair(n, rs);
+    auto it = hex_memo_.find(key);
+    if (it != hex_memo_.end()) return it->second;
+    NodePtr out;
+    if (n == 1) {
+      std::uint32_t mask = 0;
+      for (const auto& r : rs)
+        for (std::uint32_t d = r.lo; d <= r.hi; ++d) mask |= 1u << d;
+      out = make_chars(hex_digit_class(mask));
+    } else {
+      const std::uint32_t sub = size / 16;
+      Ranges parts[16];
+      for (const auto& r : rs) {
+        for (std::uint32_t d = r.lo / sub; d <= r.hi / sub; ++d) {
+          const std::uint32_t base = d * sub;
+          parts[d].push_back({std::max(r.lo, base) - base, std::min(r.hi, base + sub - 1) - base});
+        }
+      }
+      // Group the leading digits whose remaining sets are equal (first-seen order).
+      std::vector<std::pair<std::uint32_t, const Ranges*>> groups;  // digit mask, rest
+      for (std::uint32_t d = 0; d < 16; ++d) {
+        if (parts[d].empty()) continue;
+        bool found = false;
+        for (auto& g : groups)
+          if (*g.second == parts[d]) {
+            g.first |= 1u << d;
+            found = true;
+            break;
+          }
+        if (!found) groups.push_back({1u << d, &parts[d]});
+      }
+      std::vector<NodePtr> alts;
+      for (const auto& g : groups)
+        alts.push_back(make_concat({make_chars(hex_digit_class(g.first)), hex(*g.second, n - 1)}));
+      out = make_alt(std::move(alts));
+    }
+    hex_memo_.emplace(std::move(key), out);
+    return out;
+  }
+
+  // `hex4(highs) \u hex4(lows)` branches (after the first `\u`) for astral ranges.
+  std::vector<NodePtr> surrogate_pairs(const Ranges& astral) {
+    std::vector<NodePtr> out;
+    if (astral.empty()) return out;
+    // Per high surrogate index (0..1023), the low surrogate indices (0..1023) that follow it.
+    std::map<std::uint32_t, Ranges> lows_of;
+    for (const auto& r : astral) {
+      const std::uint32_t vlo = r.lo - 0x10000, vhi = r.hi - 0x10000;
+      for (std::uint32_t h = vlo >> 10; h <= (vhi >> 10); ++h) {
+        const std::uint32_t base = h << 10;
+        lows_of[h].push_back({std::max(vlo, base) - base, std::min(vhi, base + 0x3FF) - base});
+      }
+    }
+    std::map<Ranges, std::size_t, RangesLess> group_of;  // low set -> index in groups
+    std::vector<std::pair<Ranges, const Ranges*>> groups;  // high code units, low set
+    for (const auto& [h, lows] : lows_of) {
+      auto [it, fresh] = group_of.emplace(lows, groups.size());
+      if (fresh) groups.push_back({Ranges{}, &it->first});
+      Ranges& highs = groups[it->second].first;
+      const std::uint32_t unit = 0xD800 + h;
+      if (!highs.empty() && highs.back().hi + 1 == unit)
+        highs.back().hi = unit;
+      else
+        highs.push_back({unit, unit});
+    }
+    for (const auto& [highs, lows] : groups) {
+      Ranges low_units;
+      for (const auto& r : *lows) low_units.push_back({0xDC00 + r.lo, 0xDC00 + r.hi});
+      out.push_back(make_concat({hex(highs, 4), lit('\\'), lit('u'), hex(low_units, 4)}));
+    }
+    return out;
+  }
+
+  const Limits& limits_;
+  std::unordered_map<const Node*, NodePtr> node_memo_;
+  std::map<Ranges, NodePtr, RangesLess> chars_memo_;
+  std::map<std::pair<int, Ranges>, NodePtr, HexKeyLess> hex_memo_;
+  NodePtr any_hex_[5];
+};
+
+}  // namespace
+
+NodePtr json_string_content(const NodePtr& decoded, const Limits& limits) {
+  JsonStringBuilder b(limits);
+  return b.transform(decoded);
+}
+
+NodePtr json_string_chars(const CharSet& cs) {
+  Limits unlimited;
+  unlimited.max_nfa_states = 0xFFFFFFFFu;
+  JsonStringBuilder b(unlimited);
+  return b.chars(cs);
+}
+
+NodePtr json_string_any_char() {
+  static const NodePtr any = json_string_chars(CharSet::any());
+  return any;
+}
+
+}  // namespace corral
