@@ -1,0 +1,1 @@
+"""Frontends that turn constraints (JSON Schema, Pydantic, ...) into corral grammar text."""
