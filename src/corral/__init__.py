@@ -16,7 +16,16 @@ from corral.engine import (
     compile_regex,
     fill_next_token_bitmasks,
 )
-from corral.errors import CompileError, CorralError, InternalError, LimitExceeded, TokenizerError
+from corral.errors import (
+    CompileError,
+    CorralError,
+    InternalError,
+    LimitExceeded,
+    SchemaError,
+    TokenizerError,
+    UnsupportedSchemaError,
+)
+from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
 from corral.tokenizer import Tokenizer
 
 __version__ = "0.1.0"
@@ -27,14 +36,19 @@ __all__ = [
     "CompiledGrammar",
     "CorralError",
     "InternalError",
+    "JsonSchemaGrammar",
     "LimitExceeded",
     "Matcher",
+    "OutputValidationError",
+    "SchemaError",
     "Tokenizer",
     "TokenizerError",
+    "UnsupportedSchemaError",
     "allocate_bitmask",
     "allowed_tokens",
     "compile_grammar",
     "compile_json",
+    "compile_json_schema",
     "compile_regex",
     "fill_next_token_bitmasks",
 ]

@@ -13,7 +13,9 @@ __all__ = [
     "CorralError",
     "InternalError",
     "LimitExceeded",
+    "SchemaError",
     "TokenizerError",
+    "UnsupportedSchemaError",
 ]
 
 
@@ -108,3 +110,26 @@ class TokenizerError(CorralError):
 
 class InternalError(CorralError):
     """A broken internal invariant: a bug in corral, never the caller's fault. Please report it."""
+
+
+class SchemaError(CompileError):
+    """A JSON Schema that is malformed or contradictory, or that allows no value.
+
+    Attributes
+    ----------
+    pointer : str
+        JSON pointer of the offending keyword, e.g. ``"#/properties/age/minimum"``.
+    """
+
+    def __init__(self, message: str, pointer: str = "#") -> None:
+        self.pointer = pointer
+        super().__init__(f"{message} (at {pointer})")
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.pointer))
+
+
+class UnsupportedSchemaError(SchemaError):
+    """A JSON Schema keyword or value that corral cannot enforce (raised in strict mode, or when
+    there is no way to honour it even after decoding, such as a remote ``$ref``)."""

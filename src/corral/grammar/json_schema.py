@@ -1,0 +1,978 @@
+"""JSON Schema → corral grammar text.
+
+In:  a JSON Schema (draft 2020-12; draft-07 spellings ``definitions`` and array-form ``items``
+     accepted) as a Python dict or bool.
+Out: grammar text (GBNF plus ``/regex/`` and ``/regex/j`` terminals) whose language is the set
+     of JSON texts the schema accepts — for every keyword the grammar enforces — plus a
+     :class:`SchemaReport` saying, keyword by keyword, what is enforced by the grammar and what
+     is checked after decoding.
+
+Invariants:
+* Soundness first: every keyword is either enforced exactly by the grammar, or listed in the
+  report as ``checked after decoding`` (the Python API then validates the output with the
+  ``jsonschema`` package), or refused. Nothing is silently dropped.
+* Keywords apply to whichever type the value turns out to be: ``{"minimum": 1}`` constrains
+  numbers only and allows any string.
+* Strings are constrained on their *decoded* value: ``pattern``/``format``/lengths are
+  compiled with the ``j`` regex flag, which accepts every JSON spelling of the matching text
+  (raw characters or escapes) and never a raw control character.
+* Recursion (``$ref`` cycles) becomes grammar recursion: nesting is exact, not unrolled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+from urllib.parse import unquote
+
+from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
+from corral.grammar import formats, numbers
+
+__all__ = ["SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
+
+Whitespace = Literal["compact", "flexible"]
+
+# Keywords that never constrain a value.
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$comment",
+        "$anchor",
+        "$vocabulary",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$defs",
+        "definitions",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+    }
+)
+_TYPES = ("null", "boolean", "object", "array", "string", "number")
+_NUMBER_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_STRING_KEYS = ("minLength", "maxLength", "pattern", "format")
+_ARRAY_KEYS = (
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "additionalItems",
+    "unevaluatedItems",
+)
+_OBJECT_KEYS = (
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "dependencies",
+)
+# Keywords the grammar cannot (yet) express: kept for the post-decoding check.
+_POST_CHECKED = frozenset(
+    {
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "multipleOf",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SchemaOptions:
+    """How JSON is laid out and how strictly the schema is read.
+
+    Attributes
+    ----------
+    whitespace : {"flexible", "compact"}
+        ``"flexible"`` (default): the model may put whitespace between tokens as it likes, but
+        at most ``max_whitespace`` characters in a row, so a small model cannot loop on spaces
+        or newlines. ``"compact"``: no whitespace at all (fewest tokens).
+    max_whitespace : int
+        Longest whitespace run in flexible mode (default 16: enough for pretty-printed JSON a
+        few levels deep).
+    extra_properties : {"schema", "spec"}
+        ``"schema"`` (default, like OpenAI strict mode): properties not declared in
+        ``properties`` are generated only when ``additionalProperties`` explicitly allows them.
+        ``"spec"``: follow the JSON Schema default (undeclared properties of any value).
+    strict : bool
+        ``True``: a keyword the grammar cannot enforce is an error. ``False`` (default): it is
+        checked after decoding and listed in the report; unknown ``format`` names are then plain
+        strings (reported).
+    """
+
+    whitespace: Whitespace = "flexible"
+    max_whitespace: int = 16
+    extra_properties: Literal["schema", "spec"] = "schema"
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if self.whitespace not in ("flexible", "compact"):
+            raise ValueError(f"whitespace must be 'flexible' or 'compact', got {self.whitespace!r}")
+        if not isinstance(self.max_whitespace, int) or not 0 <= self.max_whitespace <= 256:
+            raise ValueError("max_whitespace must be an integer in [0, 256]")
+        if self.extra_properties not in ("schema", "spec"):
+            raise ValueError("extra_properties must be 'schema' or 'spec'")
+
+
+@dataclass(frozen=True)
+class ReportEntry:
+    """One keyword of the schema and how it is honoured."""
+
+    pointer: str
+    keyword: str
+    status: Literal["enforced", "checked after decoding", "ignored"]
+    detail: str = ""
+
+
+@dataclass
+class SchemaReport:
+    """What the grammar enforces and what is checked after decoding.
+
+    ``post_checks`` is true when at least one keyword must be validated on the decoded value
+    (the compiled object's ``validate`` does that with the ``jsonschema`` package).
+    """
+
+    entries: list[ReportEntry] = field(default_factory=list)
+
+    @property
+    def post_checks(self) -> bool:
+        return any(e.status == "checked after decoding" for e in self.entries)
+
+    def enforced(self) -> list[ReportEntry]:
+        return [e for e in self.entries if e.status == "enforced"]
+
+    def checked_after(self) -> list[ReportEntry]:
+        return [e for e in self.entries if e.status == "checked after decoding"]
+
+    def __str__(self) -> str:
+        if not self.entries:
+            return "every keyword is enforced by the grammar"
+        return "\n".join(
+            f"{e.pointer}: {e.keyword}: {e.status}{' (' + e.detail + ')' if e.detail else ''}"
+            for e in self.entries
+            if e.status != "enforced"
+        )
+
+
+def _count(schema: dict[str, Any], key: str, pointer: str, default: int | None) -> int | None:
+    """A non-negative integer keyword (JSON Schema allows 2.0 for 2)."""
+    v = schema.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise SchemaError(f"{key} must be a non-negative integer", _ptr(pointer, key))
+    return v
+
+
+def _ptr(base: str, *parts: str | int) -> str:
+    out = base
+    for p in parts:
+        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return out
+
+
+def _lit(text: str) -> str:
+    """A grammar string literal for `text` (escaped)."""
+    out = ['"']
+    for ch in text:
+        cp = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif cp < 0x20 or cp == 0x7F:
+            out.append(f"\\x{cp:02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _regex_terminal(pattern: str, json_string: bool = False) -> str:
+    """A /regex/ terminal (with the j flag: matched as JSON string contents)."""
+    return "/" + pattern.replace("/", "\\/") + ("/j" if json_string else "/")
+
+
+def _json_string_of(regex: str) -> str:
+    """Grammar for a JSON string whose decoded value fully matches `regex`."""
+    return f'"\\"" {_regex_terminal(regex, True)} "\\""'
+
+
+class _Converter:
+    def __init__(self, root: Any, options: SchemaOptions, check_regex: Callable[[str], None] | None) -> None:
+        self.root = root
+        self.opt = options
+        self.check_regex = check_regex
+        self.rules: dict[str, str] = {}
+        self.by_pointer: dict[str, str] = {}
+        self.report = SchemaReport()
+        self.counter = 0
+        self.ws = "ws"
+
+    # -- helpers -----------------------------------------------------------------------------
+    def new_rule(self, hint: str) -> str:
+        self.counter += 1
+        name = re.sub(r"[^A-Za-z0-9_-]", "-", hint)[:40].strip("-") or "n"
+        return f"s{self.counter}-{name}"
+
+    def note(self, pointer: str, keyword: str, status: str, detail: str = "") -> None:
+        self.report.entries.append(ReportEntry(pointer, keyword, status, detail))  # type: ignore[arg-type]
+
+    def cannot_enforce(self, pointer: str, keyword: str, detail: str) -> None:
+        if self.opt.strict:
+            raise UnsupportedSchemaError(f"'{keyword}' cannot be enforced by the grammar: {detail}", pointer)
+        self.note(pointer, keyword, "checked after decoding", detail)
+
+    def resolve_ref(self, ref: str, pointer: str) -> tuple[Any, str]:
+        if not isinstance(ref, str):
+            raise SchemaError("$ref must be a string", pointer)
+        if not ref.startswith("#"):
+            raise UnsupportedSchemaError(
+                f"remote or relative $ref {ref!r} is not supported (only '#...')", pointer
+            )
+        target: Any = self.root
+        frag = unquote(ref[1:])
+        if frag and not frag.startswith("/"):
+            # A plain-name fragment: an $anchor.
+            found = self._find_anchor(self.root, frag)
+            if found is None:
+                raise SchemaError(f"$ref {ref!r}: no $anchor named {frag!r}", pointer)
+            return found, "#" + frag
+        for part in [p for p in frag.split("/")[1:]] if frag else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                raise SchemaError(f"$ref {ref!r} points to nothing", pointer)
+        return target, "#" + frag
+
+    def _find_anchor(self, node: Any, name: str) -> Any:
+        if isinstance(node, dict):
+            if node.get("$anchor") == name:
+                return node
+            for v in node.values():
+                r = self._find_anchor(v, name)
+                if r is not None:
+                    return r
+        elif isinstance(node, list):
+            for v in node:
+                r = self._find_anchor(v, name)
+                if r is not None:
+                    return r
+        return None
+
+    # -- entry ---------------------------------------------------------------------------------
+    def convert(self) -> str:
+        ws = "" if self.opt.whitespace == "compact" else f"[ \\t\\n\\r]{{0,{self.opt.max_whitespace}}}"
+        root = self.value_rule(self.root, "#")
+        lines = [f"root ::= ws {root} ws" if ws else f"root ::= {root}"]
+        lines.append(f"ws ::= {ws}" if ws else 'ws ::= ""')
+        lines += [f"{name} ::= {body}" for name, body in self.rules.items()]
+        return "\n".join(lines) + "\n"
+
+    def value_rule(self, schema: Any, pointer: str) -> str:
+        """Name of the rule for values matching `schema` (memoised per pointer, so $ref cycles
+        become grammar recursion)."""
+        if pointer in self.by_pointer:
+            return self.by_pointer[pointer]
+        name = self.new_rule(pointer.rsplit("/", 1)[-1] or "root")
+        self.by_pointer[pointer] = name
+        self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
+        self.rules[name] = self.value_body(schema, pointer)
+        return name
+
+    def value_body(self, schema: Any, pointer: str) -> str:
+        if schema is True or schema == {}:
+            return self.any_value()
+        if schema is False:
+            raise SchemaError("this schema allows no value (false)", pointer)
+        if not isinstance(schema, dict):
+            raise SchemaError(
+                f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer
+            )
+        for key in ("$dynamicRef", "$recursiveRef"):
+            if key in schema:
+                raise UnsupportedSchemaError(f"{key} is not supported", _ptr(pointer, key))
+        schema = self.merge_all_of(schema, pointer)
+        if "$ref" in schema:
+            ref_target, ref_ptr = self.resolve_ref(schema["$ref"], _ptr(pointer, "$ref"))
+            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
+            if not rest:
+                return self.value_rule(ref_target, ref_ptr)
+            # $ref with sibling keywords (2020-12): both apply.
+            merged = self.merge_all_of({"allOf": [ref_target, rest]}, pointer)
+            return self.value_body(merged, pointer)
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                branches = schema[key]
+                if not isinstance(branches, list) or not branches:
+                    raise SchemaError(f"{key} must be a non-empty array", _ptr(pointer, key))
+                rest = {k: v for k, v in schema.items() if k != key}
+                if key == "oneOf" and len(branches) > 1:
+                    self.cannot_enforce(_ptr(pointer, key), key, "exactly-one is checked after decoding")
+                alts = []
+                for i, b in enumerate(branches):
+                    sub = b if not _constraining(rest) else {"allOf": [rest, b]}
+                    try:
+                        alts.append(self.value_rule(sub, _ptr(pointer, key, i)))
+                    except SchemaError as e:
+                        if "allows no value" not in str(e):
+                            raise
+                if not alts:
+                    raise SchemaError(f"no branch of {key} allows any value", _ptr(pointer, key))
+                return " | ".join(alts)
+        for key in sorted(set(schema) & _POST_CHECKED):
+            if key in ("then", "else") and "if" in schema:
+                continue
+            self.cannot_enforce(_ptr(pointer, key), key, "checked after decoding")
+        if "enum" in schema or "const" in schema:
+            return self.enum_body(schema, pointer)
+        types = self.types_of(schema, pointer)
+        alts = []
+        for t in types:
+            alt = self.type_body(t, schema, pointer)
+            if alt is not None:
+                alts.append(alt)
+        if not alts:
+            raise SchemaError("this schema allows no value", pointer)
+        return " | ".join(f"( {a} )" for a in alts) if len(alts) > 1 else alts[0]
+
+    # -- composition ---------------------------------------------------------------------------
+    def merge_all_of(self, schema: dict[str, Any], pointer: str) -> dict[str, Any]:
+        if "allOf" not in schema:
+            return schema
+        parts = schema["allOf"]
+        if not isinstance(parts, list) or not parts:
+            raise SchemaError("allOf must be a non-empty array", _ptr(pointer, "allOf"))
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        for i, part in enumerate(parts):
+            p = _ptr(pointer, "allOf", i)
+            if part is True:
+                continue
+            if part is False:
+                raise SchemaError("allOf contains false: no value is allowed", p)
+            if not isinstance(part, dict):
+                raise SchemaError("allOf entries must be schemas", p)
+            while "$ref" in part:
+                target, _ = self.resolve_ref(part["$ref"], _ptr(p, "$ref"))
+                extra = {k: v for k, v in part.items() if k != "$ref"}
+                if target is True:
+                    part = extra
+                    break
+                if not isinstance(target, dict):
+                    raise SchemaError("allOf: $ref to a false schema", p)
+                if "$ref" in target and target.get("$ref") == part["$ref"]:
+                    raise UnsupportedSchemaError("allOf with a self-referencing $ref", p)
+                part = {**extra, "allOf": [target]} if extra else target
+                part = self.merge_all_of(part, p)
+            part = self.merge_all_of(part, p)
+            merged = _merge(merged, part, p)
+        return merged
+
+    # -- enum / const --------------------------------------------------------------------------
+    def enum_body(self, schema: dict[str, Any], pointer: str) -> str:
+        if "const" in schema:
+            values = [schema["const"]]
+            where = _ptr(pointer, "const")
+        else:
+            values = schema["enum"]
+            where = _ptr(pointer, "enum")
+            if not isinstance(values, list) or not values:
+                raise SchemaError("enum must be a non-empty array", where)
+        if "enum" in schema and "const" in schema:
+            values = [v for v in values if any(_json_equal(v, e) for e in schema["enum"])]
+        # Keep the values the rest of the schema allows (type and simple bounds), report others.
+        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in _ANNOTATIONS}
+        kept = [v for v in values if _quick_check(rest, v)] if rest else values
+        if not kept:
+            raise SchemaError("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
+        if rest:
+            self.note(where, "enum", "enforced", "values filtered by the sibling keywords")
+        return " | ".join(self.literal_value(v, where) for v in kept)
+
+    def literal_value(self, v: Any, pointer: str) -> str:
+        """Every JSON spelling of one value (up to whitespace, number spelling and escapes)."""
+        if v is None:
+            return '"null"'
+        if v is True:
+            return '"true"'
+        if v is False:
+            return '"false"'
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SchemaError("enum/const number is not finite", pointer)
+            d = Decimal(str(v))
+            return _regex_terminal(numbers.number_regex(d, d))
+        if isinstance(v, str):
+            return _json_string_of(re.escape(v))
+        ws = self.ws
+        if isinstance(v, list):
+            if not v:
+                return f'"[" {ws} "]"'
+            items = f' {ws} "," {ws} '.join(self.literal_value(x, pointer) for x in v)
+            return f'"[" {ws} {items} {ws} "]"'
+        if isinstance(v, dict):
+            if not v:
+                return f'"{{" {ws} "}}"'
+            # Members in the given order (object key order is free in JSON; other orders are
+            # accepted after decoding only if generated — noted in the report).
+            self.note(pointer, "enum", "enforced", "object members in the listed order")
+            members = f' {ws} "," {ws} '.join(
+                f'{_json_string_of(re.escape(k))} {ws} ":" {ws} {self.literal_value(x, pointer)}'
+                for k, x in v.items()
+            )
+            return f'"{{" {ws} {members} {ws} "}}"'
+        raise SchemaError(f"unsupported enum/const value {v!r}", pointer)
+
+    # -- types ---------------------------------------------------------------------------------
+    def types_of(self, schema: dict[str, Any], pointer: str) -> list[str]:
+        t = schema.get("type")
+        if t is None:
+            types = list(_TYPES)
+        else:
+            listed = [t] if isinstance(t, str) else t
+            if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+                raise SchemaError("type must be a string or an array of strings", _ptr(pointer, "type"))
+            for x in listed:
+                if x not in _TYPES and x != "integer":
+                    raise SchemaError(f"unknown type {x!r}", _ptr(pointer, "type"))
+            types = [x for x in _TYPES if x in listed]
+            if "integer" in listed and "number" not in listed:
+                types.insert(types.index("string") + 1 if "string" in types else len(types), "integer")
+        return types
+
+    def type_body(self, t: str, schema: dict[str, Any], pointer: str) -> str | None:
+        if t == "null":
+            return '"null"'
+        if t == "boolean":
+            return '"true" | "false"'
+        if t in ("number", "integer"):
+            return self.number_body(schema, pointer, integer=t == "integer")
+        if t == "string":
+            return self.string_body(schema, pointer)
+        if t == "array":
+            return self.array_body(schema, pointer)
+        return self.object_body(schema, pointer)
+
+    def number_body(self, schema: dict[str, Any], pointer: str, integer: bool) -> str:
+        lo: Decimal | None = None
+        hi: Decimal | None = None
+        lo_x = hi_x = False
+        for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+            if key not in schema:
+                continue
+            v = schema[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                if key.startswith("exclusive") and isinstance(v, bool):
+                    raise UnsupportedSchemaError(
+                        f"draft-04 boolean {key} is not supported", _ptr(pointer, key)
+                    )
+                raise SchemaError(f"{key} must be a number", _ptr(pointer, key))
+            d = Decimal(str(v))
+            if key in ("minimum", "exclusiveMinimum"):
+                if lo is None or d > lo or (d == lo and key == "exclusiveMinimum"):
+                    lo, lo_x = d, key == "exclusiveMinimum"
+            else:
+                if hi is None or d < hi or (d == hi and key == "exclusiveMaximum"):
+                    hi, hi_x = d, key == "exclusiveMaximum"
+            self.note(_ptr(pointer, key), key, "enforced")
+        try:
+            rx = numbers.number_regex(lo, hi, exclusive_minimum=lo_x, exclusive_maximum=hi_x, integer=integer)
+        except ValueError as e:
+            raise SchemaError(f"the number bounds allow no value: {e}", pointer) from None
+        return _regex_terminal(rx)
+
+    def string_body(self, schema: dict[str, Any], pointer: str) -> str:
+        lo = _count(schema, "minLength", pointer, 0) or 0
+        hi = _count(schema, "maxLength", pointer, None)
+        if hi is not None and lo > hi:
+            raise SchemaError(f"minLength {lo} > maxLength {hi}", _ptr(pointer, "minLength"))
+        pieces: list[str] = []
+        if "format" in schema:
+            fmt = schema["format"]
+            rx = formats.format_regex(fmt) if isinstance(fmt, str) else None
+            if rx is None:
+                if self.opt.strict:
+                    raise UnsupportedSchemaError(f"unknown format {fmt!r}", _ptr(pointer, "format"))
+                self.note(_ptr(pointer, "format"), "format", "ignored", f"unknown format {fmt!r}: any string")
+            else:
+                pieces.append(rx)
+                self.note(_ptr(pointer, "format"), "format", "enforced")
+        if "pattern" in schema:
+            pat = schema["pattern"]
+            if not isinstance(pat, str):
+                raise SchemaError("pattern must be a string", _ptr(pointer, "pattern"))
+            try:
+                re.compile(pat)
+            except re.error as e:
+                raise SchemaError(
+                    f"pattern is not a valid regular expression: {e}", _ptr(pointer, "pattern")
+                ) from None
+            rx = _unanchored(pat)
+            if self.check_regex is not None:
+                try:
+                    self.check_regex(rx)
+                except CompileError as e:
+                    raise UnsupportedSchemaError(
+                        f"pattern {pat!r}: {e.message}", _ptr(pointer, "pattern")
+                    ) from None
+            pieces.append(rx)
+        if lo or hi is not None:
+            length = f"(?s:.){{{lo},{'' if hi is None else hi}}}"
+            if pieces:
+                # The grammar cannot intersect a length with a pattern/format: enforce the
+                # pattern, check the length after decoding.
+                self.cannot_enforce(
+                    _ptr(pointer, "maxLength" if hi is not None else "minLength"),
+                    "minLength/maxLength",
+                    "combined with pattern/format",
+                )
+            else:
+                pieces.append(length)
+        if len(pieces) > 1:
+            self.cannot_enforce(_ptr(pointer, "pattern"), "pattern", "combined with format: format enforced")
+            pieces = pieces[:1]
+        rx = pieces[0] if pieces else "(?s:.)*"
+        return _json_string_of(rx)
+
+    def array_body(self, schema: dict[str, Any], pointer: str) -> str:
+        ws = self.ws
+        prefix = schema.get("prefixItems", [])
+        items: Any = schema.get("items", True)
+        if isinstance(items, list):  # draft-07 array form
+            prefix, items = items, schema.get("additionalItems", True)
+        if not isinstance(prefix, list):
+            raise SchemaError("prefixItems must be an array", _ptr(pointer, "prefixItems"))
+        lo = _count(schema, "minItems", pointer, 0) or 0
+        hi = _count(schema, "maxItems", pointer, None)
+        if hi is not None and lo > hi:
+            raise SchemaError(f"minItems {lo} > maxItems {hi}", _ptr(pointer, "minItems"))
+        k = len(prefix)
+        if items is False:
+            hi = k if hi is None else min(hi, k)
+            if lo > hi:
+                raise SchemaError(
+                    f"minItems {lo} needs more items than prefixItems allows", _ptr(pointer, "minItems")
+                )
+        elems = [self.value_rule(p, _ptr(pointer, "prefixItems", i)) for i, p in enumerate(prefix)]
+        rest = self.value_rule(items, _ptr(pointer, "items")) if items is not False else None
+        sep = f'{ws} "," {ws}'
+
+        def elem(i: int) -> str:
+            return elems[i] if i < k else rest  # type: ignore[return-value]
+
+        # tail(i): the elements from position i on, each preceded by a separator.
+        def tail(i: int) -> str:
+            if hi is not None and i >= hi:
+                return ""
+            if i >= k:
+                need = max(0, lo - i)
+                more = None if hi is None else hi - i - need
+                out = f"( {sep} {rest} ){{{need}}}" if need else ""
+                if more is None:
+                    out += f" ( {sep} {rest} )*"
+                elif more > 0:
+                    out += f" ( {sep} {rest} ){{0,{more}}}"
+                return out.strip()
+            body = f"{sep} {elem(i)} {tail(i + 1)}".strip()
+            return body if i < lo else f"( {body} )?"
+
+        if hi == 0:
+            return f'"[" {ws} "]"'
+        first = f"{elem(0)} {tail(1)}".strip() if (k > 0 or rest is not None) else ""
+        if not first:
+            return f'"[" {ws} "]"'
+        content = first if lo > 0 else f"( {first} )?"
+        for key in ("minItems", "maxItems", "prefixItems", "items"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        return f'"[" {ws} {content} {ws} "]"'
+
+    def object_body(self, schema: dict[str, Any], pointer: str) -> str:
+        ws = self.ws
+        props = schema.get("properties", {})
+        if not isinstance(props, dict):
+            raise SchemaError("properties must be an object", _ptr(pointer, "properties"))
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise SchemaError("required must be an array of strings", _ptr(pointer, "required"))
+        addl = schema.get("additionalProperties", None)
+        if addl is None:
+            addl = True if self.opt.extra_properties == "spec" else False
+        for r in required:
+            if r not in props and addl is False:
+                if "additionalProperties" in schema:
+                    raise SchemaError(
+                        f"required property {r!r} is forbidden by additionalProperties: false",
+                        _ptr(pointer, "required"),
+                    )
+                props = {**props, r: True}
+        # Required properties that are not declared are generated with the extra-property schema.
+        for r in required:
+            if r not in props:
+                props = {**props, r: addl}
+        names = list(props)
+        kv: list[str] = []
+        opt: list[bool] = []
+        for name in names:
+            sub = props[name]
+            is_req = name in required
+            if sub is False:
+                if is_req:
+                    raise SchemaError(
+                        f"required property {name!r} has schema false", _ptr(pointer, "properties", name)
+                    )
+                continue
+            value = self.value_rule(sub, _ptr(pointer, "properties", name))
+            kv.append(f'{_json_string_of(re.escape(name))} {ws} ":" {ws} {value}')
+            opt.append(not is_req)
+        extra = None
+        if addl is not False:
+            value = self.value_rule(addl, _ptr(pointer, "additionalProperties"))
+            key = self.extra_key(names)
+            extra = f'{key} {ws} ":" {ws} {value}'
+            if names:
+                self.note(
+                    _ptr(pointer, "additionalProperties"),
+                    "additionalProperties",
+                    "enforced",
+                    "extra keys exclude the declared names",
+                )
+        sep = f'{ws} "," {ws}'
+        n = len(kv)
+        # after(i): properties i.. each preceded by a separator; first(i): the same with no
+        # separator before the first one that appears. O(n) rules keep optional properties in
+        # schema order without a combinatorial blow-up.
+        after_names = [self.new_rule("after") for _ in range(n + 1)]
+        first_names = [self.new_rule("first") for _ in range(n + 1)]
+        extra_tail = f"( {sep} {extra} )*" if extra else ""
+        extra_first = f"( {extra} {extra_tail} )?" if extra else '""'
+        self.rules[after_names[n]] = extra_tail or '""'
+        self.rules[first_names[n]] = extra_first
+        for i in range(n - 1, -1, -1):
+            if opt[i]:
+                self.rules[after_names[i]] = f"( {sep} {kv[i]} )? {after_names[i + 1]}"
+                self.rules[first_names[i]] = f"{kv[i]} {after_names[i + 1]} | {first_names[i + 1]}"
+            else:
+                self.rules[after_names[i]] = f"{sep} {kv[i]} {after_names[i + 1]}"
+                self.rules[first_names[i]] = f"{kv[i]} {after_names[i + 1]}"
+        for key in ("properties", "required", "additionalProperties"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        return f'"{{" {ws} {first_names[0]} {ws} "}}"'
+
+    def extra_key(self, declared: list[str]) -> str:
+        """A JSON string key that is none of the declared names (so an extra property can never
+        be a second copy of a declared one)."""
+        if not declared:
+            return _json_string_of("(?s:.)*")
+        # Strings other than the listed ones: no declared name as a full match. Built as a
+        # negative-lookahead-free regex over the trie of declared names.
+        return _json_string_of(_not_in_regex(declared))
+
+    def any_value(self) -> str:
+        if "any-value" not in self.rules:
+            ws = self.ws
+            self.rules["any-value"] = (
+                f'"{{" {ws} ( any-member ( {ws} "," {ws} any-member )* {ws} )? "}}"'
+                f' | "[" {ws} ( any-value ( {ws} "," {ws} any-value )* {ws} )? "]"'
+                f" | {_json_string_of('(?s:.)*')} | {_regex_terminal(numbers.number_regex())}"
+                ' | "true" | "false" | "null"'
+            )
+            self.rules["any-member"] = f'{_json_string_of("(?s:.)*")} {ws} ":" {ws} any-value'
+        return "any-value"
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    """Split a regex at its top-level `|` (outside groups and classes)."""
+    out, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "]" or pattern[i + 1 : i + 3] == "^]":
+                i += 2 if pattern[i + 1] == "]" else 3
+                continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+def _unanchored(pattern: str) -> str:
+    """A full-match regex for JSON Schema's `pattern`, which (like Python's ``re.search``, what
+    the reference validator uses) matches anywhere unless anchored. Anchors are handled per
+    top-level branch; ``$`` also matches before a final newline, as in Python."""
+    out = []
+    for branch in _top_level_branches(pattern):
+        body = branch
+        start = body.startswith("^") or body.startswith("\\A")
+        if start:
+            body = body[1:] if body.startswith("^") else body[2:]
+        end_dollar = body.endswith("$") and not _escaped_at_end(body)
+        end_z = body.endswith("\\Z") and not _escaped_at_end(body[:-1])
+        if end_dollar:
+            body = body[:-1]
+        elif end_z:
+            body = body[:-2]
+        prefix = "" if start else "(?s:.)*"
+        suffix = "\\n?" if end_dollar else ("" if end_z else "(?s:.)*")
+        out.append(f"{prefix}(?:{body}){suffix}")
+    return out[0] if len(out) == 1 else "|".join(f"(?:{b})" for b in out)
+
+
+def _escaped_at_end(body: str) -> bool:
+    """Is the last character of `body` escaped by an odd number of backslashes?"""
+    n = 0
+    i = len(body) - 2
+    while i >= 0 and body[i] == "\\":
+        n += 1
+        i -= 1
+    return n % 2 == 1
+
+
+def _not_in_regex(names: list[str]) -> str:
+    """A regex matching every string except those in `names` (exact complement of a finite set)."""
+    # Walk the trie of names: at each node, a string that leaves the trie (or stops at a node that
+    # is not a name, or continues past a leaf) is fine.
+    trie: dict[str, Any] = {}
+    for n in names:
+        node = trie
+        for ch in n:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        kids = {c: v for c, v in node.items() if c}
+        alts = []
+        if "" not in node:
+            alts.append("")  # stopping here is not a name
+        leave = "".join(re.escape(c) for c in kids)
+        alts.append(f"[^{leave}](?s:.)*" if kids else "(?s:.)+")
+        for c, sub in kids.items():
+            alts.append(re.escape(c) + "(?:" + build(sub) + ")")
+        return "|".join(alts)
+
+    return build(trie)
+
+
+def _constraining(schema: dict[str, Any]) -> bool:
+    return any(k not in _ANNOTATIONS for k in schema)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return Decimal(str(a)) == Decimal(str(b))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return bool(a == b) and type(a) is type(b)
+
+
+def _quick_check(schema: dict[str, Any], value: Any) -> bool:
+    """Does `value` satisfy `schema`? (Used to filter enum values; jsonschema does the work.)"""
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator(schema).validate(value)
+    except jsonschema.ValidationError:
+        return False
+    except jsonschema.exceptions.RefResolutionError:
+        return True
+    return True
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]:
+    """Intersect two schemas keyword by keyword (for allOf). Keywords that cannot be merged
+    exactly stay as an allOf pair the post-decoding check verifies."""
+    out = dict(a)
+    b = dict(b)
+    # `additionalProperties` applies to the names its own schema object does not declare, and
+    # `items` to the positions after its own `prefixItems`: merging two objects must keep that.
+    if ({"properties", "additionalProperties"} & a.keys()) and (
+        {"properties", "additionalProperties"} & b.keys()
+    ):
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
+        props = {}
+        for name in [*pa, *[n for n in pb if n not in pa]]:
+            props[name] = _all_of(pa.get(name, aa), pb.get(name, ab))
+        out["properties"] = props
+        if "additionalProperties" in a or "additionalProperties" in b:
+            out["additionalProperties"] = _all_of(aa, ab)
+        b.pop("properties", None)
+        b.pop("additionalProperties", None)
+    if (
+        ({"prefixItems", "items"} & a.keys())
+        and ({"prefixItems", "items"} & b.keys())
+        and ("prefixItems" in a or "prefixItems" in b)
+    ):
+        xa, xb = a.get("prefixItems", []), b.get("prefixItems", [])
+        ia, ib = a.get("items", True), b.get("items", True)
+        n = max(len(xa), len(xb))
+        out["prefixItems"] = [
+            _all_of(xa[i] if i < len(xa) else ia, xb[i] if i < len(xb) else ib) for i in range(n)
+        ]
+        if "items" in a or "items" in b:
+            out["items"] = _all_of(ia, ib)
+        b.pop("prefixItems", None)
+        b.pop("items", None)
+    for key, vb in b.items():
+        if key not in out:
+            out[key] = vb
+            continue
+        va = out[key]
+        if key in _ANNOTATIONS or _json_equal(va, vb):
+            continue
+        if key in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"):
+            out[key] = max(va, vb)
+        elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"):
+            out[key] = min(va, vb)
+        elif key == "required":
+            out[key] = list(dict.fromkeys([*va, *vb]))
+        elif key == "type":
+            ta = {va} if isinstance(va, str) else set(va)
+            tb = {vb} if isinstance(vb, str) else set(vb)
+            both = (ta & tb) | (
+                {"integer"}
+                if ("integer" in ta and "number" in tb) or ("number" in ta and "integer" in tb)
+                else set()
+            )
+            if not both:
+                raise SchemaError(
+                    f"allOf: types {sorted(ta)} and {sorted(tb)} have nothing in common", pointer
+                )
+            out[key] = sorted(both)
+        elif key == "properties":
+            merged = dict(va)
+            for name, s in vb.items():
+                merged[name] = {"allOf": [merged[name], s]} if name in merged else s
+            out[key] = merged
+        elif key == "enum":
+            keep = [x for x in va if any(_json_equal(x, y) for y in vb)]
+            if not keep:
+                raise SchemaError("allOf: the enums have no value in common", pointer)
+            out[key] = keep
+        elif key in ("items", "additionalProperties", "contains", "propertyNames"):
+            out[key] = {"allOf": [va, vb]}
+        elif key in ("anyOf", "oneOf"):
+            out.setdefault("allOf", [])
+            out["allOf"] = [*out.get("allOf", []), {key: vb}]
+        else:
+            raise UnsupportedSchemaError(
+                f"allOf: cannot merge two different {key!r} values", _ptr(pointer, key)
+            )
+    if "allOf" in out and out["allOf"]:
+        pending = out.pop("allOf")
+        for p in pending:
+            out = (
+                _merge(out, p, pointer)
+                if not ("anyOf" in p or "oneOf" in p)
+                else {**out, **_wrap_branch(out, p)}
+            )
+    return out
+
+
+def _all_of(x: Any, y: Any) -> Any:
+    """The conjunction of two schemas, dropping `true`."""
+    if x is True or x == {}:
+        return y
+    if y is True or y == {}:
+        return x
+    return {"allOf": [x, y]}
+
+
+def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]:
+    key = "anyOf" if "anyOf" in branch else "oneOf"
+    if key in base:
+        # Two alternations: distribute (anyOf of the pairwise merges).
+        return {"anyOf": [{"allOf": [x, y]} for x in base[key] for y in branch[key]]}
+    return {key: branch[key]}
+
+
+def iter_keywords(schema: Any) -> Iterator[str]:
+    """All keywords used anywhere in a schema (for reports and tests)."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            yield k
+            yield from iter_keywords(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            yield from iter_keywords(v)
+
+
+def schema_to_grammar(
+    schema: Any, options: SchemaOptions | None = None, check_regex: Callable[[str], None] | None = None
+) -> tuple[str, SchemaReport]:
+    """Convert a JSON Schema (dict, bool or JSON text) to grammar text and a report.
+
+    Raises
+    ------
+    corral.SchemaError
+        Malformed or contradictory schema (the message names the JSON pointer).
+    corral.UnsupportedSchemaError
+        A construct corral cannot honour (remote ``$ref``; a ``pattern`` using lookaround or
+        backreferences; any post-decoding keyword in strict mode).
+
+    `check_regex`, when given, is called with each pattern regex and raises CompileError for
+    one the engine cannot compile, so the error can name the schema keyword.
+    """
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema is not valid JSON: {e}", "#") from None
+    conv = _Converter(schema, options or SchemaOptions(), check_regex)
+    text = conv.convert()
+    return text, conv.report

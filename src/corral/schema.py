@@ -1,0 +1,186 @@
+"""JSON Schema and Pydantic models as constraints.
+
+>>> import corral
+>>> byte_tokens = [bytes([b]) for b in range(256)] + [b"<eos>"]
+>>> tok = corral.Tokenizer.from_tokens(byte_tokens, special_ids=[256], eos_ids=[256])
+>>> g = corral.compile_json_schema({"type": "object", "properties": {"n": {"type": "integer", "maximum": 9}},
+...                                 "required": ["n"]}, tok, whitespace="compact")
+>>> m = g.matcher()
+>>> m.accept_bytes(b'{"n":7}'), m.is_accepting()
+(True, True)
+>>> g.matcher().accept_bytes(b'{"n":10}')
+False
+>>> g.validate('{"n": 7}')
+{'n': 7}
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from corral import _core
+from corral.engine import CompiledGrammar, _limits, _vocab
+from corral.errors import CorralError, SchemaError
+from corral.grammar.json_schema import SchemaOptions, SchemaReport, schema_to_grammar
+from corral.tokenizer import Tokenizer
+
+__all__ = ["JsonSchemaGrammar", "OutputValidationError", "compile_json_schema"]
+
+
+class OutputValidationError(CorralError):
+    """Decoded output that violates a schema keyword the grammar could not enforce (listed in
+    the report as "checked after decoding"). ``errors`` holds the validator's messages."""
+
+    def __init__(self, message: str, errors: list[str]) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+class JsonSchemaGrammar(CompiledGrammar):
+    """A compiled JSON Schema (or Pydantic model).
+
+    Attributes
+    ----------
+    schema : dict | bool
+        The JSON Schema that was compiled.
+    report : SchemaReport
+        Which keywords the grammar enforces and which are checked after decoding.
+    grammar_source : str
+        The generated grammar text (GBNF with regex terminals).
+    model : type | None
+        The Pydantic model / type given, if any (``parse`` returns its instances).
+    """
+
+    def __init__(
+        self,
+        native: Any,
+        tokenizer: Tokenizer,
+        schema: Any,
+        report: SchemaReport,
+        source: str,
+        model: Any = None,
+    ) -> None:
+        super().__init__(native, tokenizer, "json_schema")
+        self.schema = schema
+        self.report = report
+        self.grammar_source = source
+        self.model = model
+
+    def validate(self, output: str | bytes) -> Any:
+        """Parse the decoded output and check it against the whole schema (including keywords
+        the grammar could not enforce). Returns the parsed JSON value.
+
+        Raises
+        ------
+        OutputValidationError
+            The output is not JSON or violates the schema.
+        """
+        text = output.decode("utf-8") if isinstance(output, bytes) else output
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise OutputValidationError(f"output is not JSON: {e}", [str(e)]) from None
+        validator = _validator(self.schema)
+        errors = [
+            f"{'/'.join(map(str, e.absolute_path)) or '#'}: {e.message}" for e in validator.iter_errors(value)
+        ]
+        if errors:
+            raise OutputValidationError("output violates the schema: " + "; ".join(errors[:3]), errors)
+        return value
+
+    def parse(self, output: str | bytes) -> Any:
+        """Validate the output and, when compiled from a Pydantic model/type, return an instance
+        of it (``TypeAdapter(model).validate_json``); otherwise the parsed JSON value."""
+        value = self.validate(output)
+        if self.model is None:
+            return value
+        from pydantic import TypeAdapter
+
+        text = output.decode("utf-8") if isinstance(output, bytes) else output
+        return TypeAdapter(self.model).validate_json(text)
+
+
+def _validator(schema: Any) -> Any:
+    """A jsonschema validator for the schema's draft (2020-12 unless ``$schema`` says otherwise).
+    Formats the grammar enforces exactly are not re-checked: jsonschema's own checkers for some
+    of them depend on optional packages and otherwise fall back to stricter, older rules (its
+    "time" checker then rejects RFC 3339 offsets)."""
+    import jsonschema
+
+    from corral.grammar.formats import FORMAT_REGEXES
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    checker = jsonschema.FormatChecker()
+    for name in FORMAT_REGEXES:
+        checker.checkers.pop(name, None)
+    return cls(schema, format_checker=checker)
+
+
+def _schema_of(schema: Any) -> tuple[Any, Any]:
+    """(JSON Schema, model or None) for a dict/bool/JSON text or a Pydantic model/type."""
+    if isinstance(schema, (dict, bool)):
+        return schema, None
+    if isinstance(schema, (str, bytes)):
+        try:
+            return json.loads(schema), None
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema text is not valid JSON: {e}", "#") from None
+    try:
+        from pydantic import TypeAdapter
+    except ImportError:  # pragma: no cover - pydantic is optional
+        raise TypeError(f"expected a JSON Schema dict or text, got {type(schema).__name__}") from None
+    try:
+        return TypeAdapter(schema).json_schema(), schema
+    except Exception as e:  # pydantic raises several types for non-model input
+        raise TypeError(f"cannot build a JSON Schema from {schema!r}: {e}") from None
+
+
+_PROBE_VOCAB: Any = None
+
+
+def _check_regex(pattern: str) -> None:
+    """Raise CompileError if the engine cannot compile `pattern` (lookaround, ...)."""
+    global _PROBE_VOCAB
+    if _PROBE_VOCAB is None:
+        _PROBE_VOCAB = _core.Vocabulary([b"a"], [], [], 1)
+    _core.compile_regex(pattern, _PROBE_VOCAB, {})
+
+
+def compile_json_schema(
+    schema: Any,
+    tokenizer: Tokenizer,
+    *,
+    whitespace: Literal["flexible", "compact"] = "flexible",
+    max_whitespace: int = 16,
+    extra_properties: Literal["schema", "spec"] = "schema",
+    strict: bool = False,
+    **limits: int,
+) -> JsonSchemaGrammar:
+    """Compile a JSON Schema (dict, bool or JSON text; draft 2020-12, draft-07 spellings
+    accepted) or a Pydantic model / ``TypeAdapter``-able type into a constraint.
+
+    Parameters
+    ----------
+    whitespace : {"flexible", "compact"}
+        Flexible (default): whitespace between tokens as the model likes, at most
+        ``max_whitespace`` characters in a row. Compact: none.
+    extra_properties : {"schema", "spec"}
+        "schema" (default): undeclared properties only where ``additionalProperties`` allows
+        them explicitly. "spec": the JSON Schema default (any undeclared property).
+    strict : bool
+        Refuse keywords the grammar cannot enforce instead of checking them after decoding.
+    **limits
+        Engine limits (see ``corral.DEFAULT_LIMITS``).
+
+    Raises
+    ------
+    SchemaError, UnsupportedSchemaError, LimitExceeded
+    """
+    options = SchemaOptions(
+        whitespace=whitespace, max_whitespace=max_whitespace, extra_properties=extra_properties, strict=strict
+    )
+    raw, model = _schema_of(schema)
+    text, report = schema_to_grammar(raw, options, check_regex=_check_regex)
+    native = _core.compile_grammar(text, "root", _vocab(tokenizer), _limits(limits))
+    return JsonSchemaGrammar(native, tokenizer, raw, report, text, model)
