@@ -366,3 +366,31 @@ def test_large_array_bounds_compile_fast(tok: corral.Tokenizer) -> None:
     assert _accepts(g, json.dumps(["ab"] * 1000))
     assert not _accepts(g, json.dumps(["ab"] * 1001))
     assert not _accepts(g, "[]")
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "first_bad"),
+    [
+        ({"type": "string"}, '"a\x01b"', 2),  # raw control character
+        ({"type": "integer"}, "01", 1),  # leading zero
+        ({"type": "integer"}, "-0", 1),  # -0 is never generated for integers
+        ({"type": "number", "maximum": 1e308}, "1e400", 1),  # bounded numbers have no exponent
+        ({"type": "integer", "maximum": 100}, "101", 2),  # off by one
+        ({"type": "object", "properties": {"a": {"type": "integer"}}}, '{"a":1,"a":2}', 6),  # duplicate key
+        ({"type": "object", "properties": {"a": {}}, "additionalProperties": True}, '{"a":1,"a":2}', 9),
+        ({"type": "object", "properties": {"a": {}}, "required": ["a"]}, "{}", 1),  # missing required
+        ({"enum": ["red", "green"]}, '"blue"', 1),  # wrong enum value
+        ({"type": "array", "maxItems": 1}, "[1,2]", 2),
+    ],
+)
+def test_near_misses_rejected_at_the_first_wrong_byte(
+    schema: Any, text: str, first_bad: int, tok: corral.Tokenizer
+) -> None:
+    g = corral.compile_json_schema(schema, tok, whitespace="compact")
+    m = g.matcher()
+    data = text.encode()
+    for i, b in enumerate(data):
+        if not m.accept_token(b):
+            assert i == first_bad, f"{text!r}: rejected at byte {i}, expected {first_bad}"
+            return
+    pytest.fail(f"{text!r} was accepted (complete: {m.is_accepting()})")
