@@ -394,3 +394,25 @@ def test_near_misses_rejected_at_the_first_wrong_byte(
             assert i == first_bad, f"{text!r}: rejected at byte {i}, expected {first_bad}"
             return
     pytest.fail(f"{text!r} was accepted (complete: {m.is_accepting()})")
+
+
+def test_disjoint_one_of_is_enforced_by_the_grammar(tok: corral.Tokenizer) -> None:
+    by_type = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"type": "string"}]}, tok)
+    assert not by_type.report.post_checks
+    tagged = corral.compile_json_schema(
+        {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                    "required": ["kind"],
+                },
+                {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}}, "required": ["kind"]},
+            ]
+        },
+        tok,
+    )
+    assert not tagged.report.post_checks
+    assert _accepts(tagged, '{"kind": "a", "x": 1}') and _accepts(tagged, '{"kind": "c"}')
+    overlapping = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, tok)
+    assert overlapping.report.post_checks

@@ -346,7 +346,10 @@ class _Converter:
                     raise SchemaError(f"{key} must be a non-empty array", _ptr(pointer, key))
                 rest = {k: v for k, v in schema.items() if k != key}
                 if key == "oneOf" and len(branches) > 1:
-                    self.cannot_enforce(_ptr(pointer, key), key, "exactly-one is checked after decoding")
+                    if self.provably_disjoint(branches, _ptr(pointer, key)):
+                        self.note(_ptr(pointer, key), key, "enforced", "branches are disjoint")
+                    else:
+                        self.cannot_enforce(_ptr(pointer, key), key, "exactly-one is checked after decoding")
                 alts = []
                 for i, b in enumerate(branches):
                     sub = b if not _constraining(rest) else {"allOf": [rest, b]}
@@ -375,6 +378,67 @@ class _Converter:
         return " | ".join(f"( {a} )" for a in alts) if len(alts) > 1 else alts[0]
 
     # -- composition ---------------------------------------------------------------------------
+    def deref(self, schema: Any, pointer: str) -> Any:
+        seen = 0
+        while isinstance(schema, dict) and "$ref" in schema and seen < 32:
+            extra = {k for k in schema if k not in _ANNOTATIONS and k != "$ref"}
+            if extra:
+                return schema
+            schema, pointer = self.resolve_ref(schema["$ref"], pointer)
+            seen += 1
+        return schema
+
+    def value_kinds(self, schema: Any, pointer: str) -> set[str] | None:
+        """The JSON types a schema can match (integer counted as number), or None if unknown."""
+        schema = self.deref(schema, pointer)
+        if not isinstance(schema, dict):
+            return None
+        if "const" in schema:
+            return {_kind(schema["const"])}
+        if "enum" in schema and isinstance(schema["enum"], list):
+            return {_kind(v) for v in schema["enum"]}
+        t = schema.get("type")
+        if t is None:
+            return None
+        listed = {t} if isinstance(t, str) else set(t)
+        return {"number" if x == "integer" else x for x in listed}
+
+    def discriminators(self, schema: Any, pointer: str) -> dict[str, list[Any]]:
+        """Required properties with const/enum values: name -> allowed values."""
+        schema = self.deref(schema, pointer)
+        if not isinstance(schema, dict):
+            return {}
+        out: dict[str, list[Any]] = {}
+        props = schema.get("properties", {})
+        for name in schema.get("required", []):
+            sub = self.deref(props.get(name), pointer) if isinstance(props, dict) else None
+            if isinstance(sub, dict) and "const" in sub:
+                out[name] = [sub["const"]]
+            elif isinstance(sub, dict) and isinstance(sub.get("enum"), list):
+                out[name] = list(sub["enum"])
+        return out
+
+    def provably_disjoint(self, branches: list[Any], pointer: str) -> bool:
+        """Can no JSON value match two branches? (Then oneOf is anyOf, enforced exactly.)"""
+        try:
+            kinds = [self.value_kinds(b, pointer) for b in branches]
+            if all(k is not None for k in kinds):
+                pairs_ok = all(not (kinds[i] & kinds[j]) for i in range(len(kinds)) for j in range(i))  # type: ignore[operator]
+                if pairs_ok:
+                    return True
+            discs = [self.discriminators(b, pointer) for b in branches]
+            common = set.intersection(*(set(d) for d in discs)) if discs else set()
+            for name in common:
+                if all(
+                    not any(_json_equal(x, y) for x in discs[i][name] for y in discs[j][name])
+                    for i in range(len(discs))
+                    for j in range(i)
+                ):
+                    return True
+        except SchemaError:
+            return False
+        return False
+
     def merge_all_of(self, schema: dict[str, Any], pointer: str) -> dict[str, Any]:
         if "allOf" not in schema:
             return schema
@@ -802,6 +866,18 @@ def _not_in_regex(names: list[str]) -> str:
         return "|".join(alts)
 
     return build(trie)
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
 
 
 def _constraining(schema: dict[str, Any]) -> bool:
