@@ -260,13 +260,9 @@ POST_CHECKED = [
 
 
 def make_validator(schema: Any) -> Any:
-    """The reference validator for a schema's draft. jsonschema's "time" checker (without its
-    optional rfc3339 dependency) is the draft-3 one, which rejects RFC 3339 offsets, so formats
-    are checked by jsonschema only where its checker follows the current spec."""
-    checker = jsonschema.FormatChecker()
-    checker.checkers.pop("time", None)
+    """The reference validator for a schema's draft, with that draft's format checkers."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=checker)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 @pytest.fixture(scope="module")

@@ -102,18 +102,16 @@ class JsonSchemaGrammar(CompiledGrammar):
 
 
 def _validator(schema: Any) -> Any:
-    """A jsonschema validator for the schema's draft (2020-12 unless ``$schema`` says otherwise).
-    Formats the grammar enforces exactly are not re-checked: jsonschema's own checkers for some
-    of them depend on optional packages and otherwise fall back to stricter, older rules (its
-    "time" checker then rejects RFC 3339 offsets)."""
+    """A jsonschema validator for the schema's draft (2020-12 unless ``$schema`` says otherwise),
+    with that draft's format checkers. Formats the grammar enforces exactly are not re-checked
+    (jsonschema's checkers for some of them need optional packages)."""
     import jsonschema
 
     from corral.grammar.formats import FORMAT_REGEXES
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    checker = jsonschema.FormatChecker()
-    for name in FORMAT_REGEXES:
-        checker.checkers.pop(name, None)
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checkers = {k: v for k, v in cls.FORMAT_CHECKER.checkers.items() if k not in FORMAT_REGEXES}
     return cls(schema, format_checker=checker)
 
 
