@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import itertools
 import json
 import multiprocessing as mp
 import pickle
@@ -101,18 +102,37 @@ class SchemaCompileError(Exception):
 
 
 class CorralSchema(CorralEngine):
+    def setup(self) -> None:
+        super().setup()
+        self.notes = [n for n in self.notes if "JSON" not in n]
+        self.notes.append("compile_json_schema(schema, tok): flexible whitespace (<= 16 in a row)")
+
     def compile_schema(self, schema: Any, text: str) -> Any:
         self.clear_cache()
         return self.mod.compile_json_schema(schema, self.tok)
 
 
 class XGrammarSchema(XGrammarEngine):
+    def setup(self) -> None:
+        super().setup()
+        self.notes = [
+            f"compiler max_threads={self.args.threads}; compile_json_schema(any_whitespace=True, "
+            "strict_mode=True), cache cleared before each compile"
+        ]
+
     def compile_schema(self, schema: Any, text: str) -> Any:
         self.compiler.clear_cache()
         return self.compiler.compile_json_schema(text, any_whitespace=True, strict_mode=True)
 
 
 class LLGuidanceSchema(LLGuidanceEngine):
+    def setup(self) -> None:
+        super().setup()
+        self.notes = [
+            "grammar_from_json_schema(schema) with default options; compile = LLMatcher "
+            "construction (lexer/parser work is lazy: see ttfm)"
+        ]
+
     def compile_schema(self, schema: Any, text: str) -> Any:
         grammar = self.llg.LLMatcher.grammar_from_json_schema(schema)
         m = self.llg.LLMatcher(self.tok, grammar, log_level=0)
@@ -123,6 +143,13 @@ class LLGuidanceSchema(LLGuidanceEngine):
 
 class OutlinesSchema(OutlinesEngine):
     """Compiles in a worker process (see ``OutlinesPool``); this side only decodes."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.notes = [
+            f"one EOS id only ({self.ctx.eos_ids[0]}); build_regex_from_schema(text, {OUTLINES_JSON_WS!r}) "
+            "+ Index, in a worker process"
+        ]
 
     def compile_schema(self, schema: Any, text: str) -> Any:
         from outlines_core.json_schema import build_regex_from_schema
@@ -490,13 +517,14 @@ def run_schema(
 
 
 def sample_files(data: Path, sets: list[str], per_set: int, seed: int) -> list[tuple[str, Path]]:
-    out: list[tuple[str, Path]] = []
+    per: list[list[tuple[str, Path]]] = []
     for s in sets:
         files = sorted((data / s).glob("*.json"))
         rng = random.Random(f"{seed}/{s}")
         chosen = files if per_set <= 0 or per_set >= len(files) else rng.sample(files, per_set)
-        out += [(s, f) for f in sorted(chosen)]
-    return out
+        per.append([(s, f) for f in sorted(chosen)])
+    # round-robin over the sets, so that a spent outlines budget skips the same share of each
+    return [x for group in itertools.zip_longest(*per) for x in group if x is not None]
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ struct Production {
 
 struct Terminal {
   NodePtr regex;     // null for a token terminal
-  std::string text;  // canonical regex text (identity of the terminal)
+  std::string text;  // token terminals: the token as written (regex text is printed on demand)
   Dfa dfa;           // empty language for a token terminal
   // Token terminals match one vocabulary token (named in the grammar), never bytes.
   bool is_token = false;

@@ -62,6 +62,9 @@ class Lowerer {
     const std::size_t n = ast_.rules.size();
     std::vector<std::vector<std::int32_t>> refs(n);
     for (std::size_t i = 0; i < n; ++i) collect_refs(ast_.rules[i].body, refs[i]);
+    ref_count_.assign(n, 0);
+    for (const auto& rs : refs)
+      for (std::int32_t c : rs) ++ref_count_[static_cast<std::size_t>(c)];
     // Iterative DFS computing "regular": a rule is regular iff it is not on a cycle and all
     // its references are regular. state: 0 new, 1 on stack, 2 done.
     regular_.assign(n, 0);
@@ -122,8 +125,12 @@ class Lowerer {
     }
     NodePtr out = substitute(ast_.rules[ru].body);
     if (regular_[ru]) {
-      if (estimate_nfa_size(out) > limits_.max_nfa_states) {
-        // Too big to inline everywhere: keep it as a nonterminal.
+      // Inlining copies the rule's automaton into every use: a rule used in several places is
+      // inlined only while the copies stay small; otherwise it stays one shared nonterminal
+      // (chains of optional properties would otherwise grow quadratically).
+      const std::uint64_t size = estimate_nfa_size(out);
+      const std::uint64_t uses = std::max<std::uint32_t>(1, ref_count_[ru]);
+      if (size > merge_cap() || (uses > 1 && size * uses > merge_cap())) {
         regular_[ru] = 0;
       } else {
         inline_cache_[r] = out;
@@ -188,16 +195,52 @@ class Lowerer {
     return Symbol::nonterminal(nt_of_rule_[ru]);
   }
 
+  // A compact structural key for a regular tree (terminal identity). Printing canonical regex
+  // text for every terminal was the dominant compile cost on large schemas; the text is now
+  // produced only when the grammar is printed. Keys of shared subtrees are memoised.
+  const std::string& structural_key(const NodePtr& n) {
+    auto it = key_memo_.find(n.get());
+    if (it != key_memo_.end()) return it->second.second;
+    std::string k;
+    k.push_back(static_cast<char>('0' + static_cast<int>(n->kind)));
+    auto put32 = [&k](std::uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    switch (n->kind) {
+      case NodeKind::Chars:
+        put32(static_cast<std::uint32_t>(n->chars.ranges().size()));
+        for (const auto& r : n->chars.ranges()) {
+          put32(r.lo);
+          put32(r.hi);
+        }
+        break;
+      case NodeKind::Repeat:
+        put32(n->min);
+        put32(n->max);
+        [[fallthrough]];
+      case NodeKind::Concat:
+      case NodeKind::Alt:
+        put32(static_cast<std::uint32_t>(n->kids.size()));
+        for (const auto& kid : n->kids) {
+          const std::string& sub = structural_key(kid);
+          put32(static_cast<std::uint32_t>(sub.size()));
+          k += sub;
+        }
+        break;
+      default:
+        break;
+    }
+    // The memo holds the node itself, so its address cannot be reused by a later node.
+    return key_memo_.emplace(n.get(), std::make_pair(n, std::move(k))).first->second.second;
+  }
+
   Symbol terminal_symbol(const NodePtr& regex) {
-    std::string text = print_regex(regex);
-    auto it = terminal_ids_.find(text);
+    std::string key = structural_key(regex);
+    auto it = terminal_ids_.find(key);
     if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
     auto id = static_cast<std::int32_t>(g_.terminals.size());
     Terminal t;
     t.regex = regex;
-    t.text = text;
     g_.terminals.push_back(std::move(t));
-    terminal_ids_.emplace(std::move(text), id);
+    terminal_ids_.emplace(std::move(key), id);
     return Symbol::terminal(id);
   }
 
@@ -229,7 +272,7 @@ class Lowerer {
     }
     return n->kind != NodeKind::Concat && n->kind != NodeKind::Alt;
   }
-  std::uint64_t merge_cap() const { return std::max<std::uint64_t>(2000, limits_.max_nfa_states / 10); }
+  std::uint64_t merge_cap() const { return std::max<std::uint64_t>(1000, limits_.max_nfa_states / 25); }
 
   std::vector<Seq> lower_alts(const NodePtr& n) {
     if (n->kind == NodeKind::Empty) return {Seq{}};
@@ -345,6 +388,8 @@ class Lowerer {
   Grammar g_;
   std::vector<std::uint8_t> regular_;
   std::unordered_map<std::int32_t, NodePtr> inline_cache_;
+  std::unordered_map<const Node*, std::pair<NodePtr, std::string>> key_memo_;
+  std::vector<std::uint32_t> ref_count_;
   std::vector<std::int32_t> nt_of_rule_;
   std::vector<std::pair<std::int32_t, std::int32_t>> pending_;
   std::unordered_map<std::string, std::int32_t> terminal_ids_;
@@ -502,7 +547,7 @@ std::string Grammar::to_string() const {
         sep = true;
         if (s.is_terminal()) {
           const Terminal& t = terminals[static_cast<std::size_t>(s.index())];
-          out += t.is_token ? t.text : "/" + t.text + "/";
+          out += t.is_token ? t.text : "/" + print_regex(t.regex) + "/";
         }
         else out += names[static_cast<std::size_t>(s.index())];
       }

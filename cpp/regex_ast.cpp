@@ -289,8 +289,16 @@ std::string class_items(CharSet cs) {
   std::string out;
   struct Cat { const CharSet* set; const char* text; };
   const Cat cats[] = {{&unicode_word(), "\\w"}, {&unicode_digit(), "\\d"}, {&unicode_space(), "\\s"}};
+  auto count = [](const CharSet& x) {
+    std::uint64_t n = 0;
+    for (const auto& r : x.ranges()) n += r.hi - r.lo + 1;
+    return n;
+  };
   for (const auto& c : cats) {
-    if (!cs.empty() && charset_subset(*c.set, cs)) {
+    // A set smaller than the category cannot contain it: skip the (costly) subset test, which
+    // matters because terminal identities print every class of every terminal.
+    if (cs.empty() || count(cs) < count(*c.set)) continue;
+    if (charset_subset(*c.set, cs)) {
       out += c.text;
       cs = charset_minus(cs, *c.set);
     }

@@ -37,6 +37,9 @@ __all__ = ["SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
 
 Whitespace = Literal["compact", "flexible"]
 
+# Longest minLength/maxLength the grammar counts exactly (see string_body).
+_MAX_COUNTED_CHARS = 32
+
 # Keywords that never constrain a value.
 _ANNOTATIONS = frozenset(
     {
@@ -224,8 +227,19 @@ def _lit(text: str) -> str:
 
 
 def _regex_terminal(pattern: str, json_string: bool = False) -> str:
-    """A /regex/ terminal (with the j flag: matched as JSON string contents)."""
-    return "/" + pattern.replace("/", "\\/") + ("/j" if json_string else "/")
+    """A /regex/ terminal (with the j flag: matched as JSON string contents). An unescaped `/`
+    would end the terminal, so it is escaped; escape sequences are copied as they are."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        out.append("\\/" if c == "/" else c)
+        i += 1
+    return "/" + "".join(out) + ("/j" if json_string else "/")
 
 
 def _json_string_of(regex: str) -> str:
@@ -618,6 +632,13 @@ class _Converter:
                         f"pattern {pat!r}: {e.message}", _ptr(pointer, "pattern")
                     ) from None
             pieces.append(rx)
+        if lo > _MAX_COUNTED_CHARS or (hi is not None and hi > _MAX_COUNTED_CHARS):
+            # Counting characters multiplies the string automaton (and the per-position mask
+            # cache) by the count: long bounds are checked after decoding instead.
+            self.cannot_enforce(_ptr(pointer, "maxLength" if hi is not None else "minLength"),
+                                "minLength/maxLength", f"bounds above {_MAX_COUNTED_CHARS} characters")
+            lo = lo if lo <= _MAX_COUNTED_CHARS else 0
+            hi = None
         if lo or hi is not None:
             length = f"(?s:.){{{lo},{'' if hi is None else hi}}}"
             if pieces:
