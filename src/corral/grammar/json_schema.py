@@ -635,8 +635,11 @@ class _Converter:
         if lo > _MAX_COUNTED_CHARS or (hi is not None and hi > _MAX_COUNTED_CHARS):
             # Counting characters multiplies the string automaton (and the per-position mask
             # cache) by the count: long bounds are checked after decoding instead.
-            self.cannot_enforce(_ptr(pointer, "maxLength" if hi is not None else "minLength"),
-                                "minLength/maxLength", f"bounds above {_MAX_COUNTED_CHARS} characters")
+            self.cannot_enforce(
+                _ptr(pointer, "maxLength" if hi is not None else "minLength"),
+                "minLength/maxLength",
+                f"bounds above {_MAX_COUNTED_CHARS} characters",
+            )
             lo = lo if lo <= _MAX_COUNTED_CHARS else 0
             hi = None
         if lo or hi is not None:
