@@ -20,6 +20,9 @@ namespace corral {
 namespace {
 
 constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max() / 4;
+// Regular rules at most this big (estimated NFA states) are always inlined where used, e.g.
+// bounded whitespace, which then merges into the punctuation around it.
+constexpr std::uint64_t kTinyRule = 32;
 
 void collect_refs(const NodePtr& n, std::vector<std::int32_t>& out) {
   // Iterative: expression trees can be deep.
@@ -130,7 +133,9 @@ class Lowerer {
       // (chains of optional properties would otherwise grow quadratically).
       const std::uint64_t size = estimate_nfa_size(out);
       const std::uint64_t uses = std::max<std::uint32_t>(1, ref_count_[ru]);
-      if (size > merge_cap() || (uses > 1 && size * uses > merge_cap())) {
+      // A rule used in several places that is more than a tiny piece (a JSON string, say) also
+      // stays shared: one terminal means one lazily computed mask entry for all its uses.
+      if (size > merge_cap() || (uses > 1 && (size * uses > merge_cap() || size > kTinyRule))) {
         regular_[ru] = 0;
       } else {
         inline_cache_[r] = out;

@@ -257,6 +257,9 @@ class _Converter:
         self.report = SchemaReport()
         self.counter = 0
         self.ws = "ws"
+        self.in_progress: set[str] = set()
+        self.recursive: set[str] = set()
+        self.by_body: dict[str, str] = {}
 
     # -- helpers -----------------------------------------------------------------------------
     def new_rule(self, hint: str) -> str:
@@ -323,13 +326,26 @@ class _Converter:
 
     def value_rule(self, schema: Any, pointer: str) -> str:
         """Name of the rule for values matching `schema` (memoised per pointer, so $ref cycles
-        become grammar recursion)."""
+        become grammar recursion). Rules with identical bodies are shared, so e.g. every plain
+        string property uses one rule — one terminal, one cached mask entry."""
         if pointer in self.by_pointer:
-            return self.by_pointer[pointer]
+            name = self.by_pointer[pointer]
+            if name in self.in_progress:
+                self.recursive.add(name)
+            return name
         name = self.new_rule(pointer.rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
         self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
-        self.rules[name] = self.value_body(schema, pointer)
+        self.in_progress.add(name)
+        body = self.value_body(schema, pointer)
+        self.in_progress.discard(name)
+        same = self.by_body.get(body)
+        if same is not None and name not in self.recursive:
+            del self.rules[name]
+            self.by_pointer[pointer] = same
+            return same
+        self.rules[name] = body
+        self.by_body.setdefault(body, name)
         return name
 
     def value_body(self, schema: Any, pointer: str) -> str:
