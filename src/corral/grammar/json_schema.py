@@ -90,6 +90,28 @@ _OBJECT_KEYS = (
     "unevaluatedProperties",
     "dependencies",
 )
+# Every keyword with validation meaning (anything else is an annotation).
+_KNOWN = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$dynamicRef",
+        "$recursiveRef",
+        *_NUMBER_KEYS,
+        *_STRING_KEYS,
+        *_ARRAY_KEYS,
+        *_OBJECT_KEYS,
+    }
+)
 # Keywords the grammar cannot (yet) express: kept for the post-decoding check.
 _POST_CHECKED = frozenset(
     {
@@ -247,6 +269,10 @@ def _json_string_of(regex: str) -> str:
     return f'"\\"" {_regex_terminal(regex, True)} "\\""'
 
 
+class _NoValue(SchemaError):
+    """A (sub)schema that no JSON value satisfies."""
+
+
 class _Converter:
     def __init__(self, root: Any, options: SchemaOptions, check_regex: Callable[[str], None] | None) -> None:
         self.root = root
@@ -260,6 +286,7 @@ class _Converter:
         self.in_progress: set[str] = set()
         self.recursive: set[str] = set()
         self.by_body: dict[str, str] = {}
+        self.by_content: dict[str, str] = {}
 
     # -- helpers -----------------------------------------------------------------------------
     def new_rule(self, hint: str) -> str:
@@ -328,13 +355,18 @@ class _Converter:
         """Name of the rule for values matching `schema` (memoised per pointer, so $ref cycles
         become grammar recursion). Rules with identical bodies are shared, so e.g. every plain
         string property uses one rule — one terminal, one cached mask entry."""
-        if pointer in self.by_pointer:
-            name = self.by_pointer[pointer]
-            if name in self.in_progress:
-                self.recursive.add(name)
-            return name
+        # Schemas that are expanded in place (an allOf or a $ref with siblings that reaches a
+        # $ref) are also memoised by content, so recursion through them stays finite.
+        ck = _content_key(schema)
+        hit = self.by_pointer.get(pointer) or (self.by_content.get(ck) if ck else None)
+        if hit is not None:
+            if hit in self.in_progress:
+                self.recursive.add(hit)
+            return hit
         name = self.new_rule(pointer.rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
+        if ck:
+            self.by_content[ck] = name
         self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
         self.in_progress.add(name)
         body = self.value_body(schema, pointer)
@@ -352,7 +384,7 @@ class _Converter:
         if schema is True or schema == {}:
             return self.any_value()
         if schema is False:
-            raise SchemaError("this schema allows no value (false)", pointer)
+            raise _NoValue("this schema allows no value (false)", pointer)
         if not isinstance(schema, dict):
             raise SchemaError(
                 f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer
@@ -366,9 +398,13 @@ class _Converter:
             rest = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
             if not rest:
                 return self.value_rule(ref_target, ref_ptr)
-            # $ref with sibling keywords (2020-12): both apply.
+            # $ref with sibling keywords (2020-12): both apply. Memoised by (target, siblings) so
+            # a recursive $ref with siblings becomes grammar recursion, not endless unfolding.
+            key = f"{ref_ptr}&{json.dumps(rest, sort_keys=True, default=str)}"
+            if key in self.by_pointer:
+                return self.value_rule(None, key)
             merged = self.merge_all_of({"allOf": [ref_target, rest]}, pointer)
-            return self.value_body(merged, pointer)
+            return self.value_rule(merged, key)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]
@@ -385,11 +421,10 @@ class _Converter:
                     sub = b if not _constraining(rest) else {"allOf": [rest, b]}
                     try:
                         alts.append(self.value_rule(sub, _ptr(pointer, key, i)))
-                    except SchemaError as e:
-                        if "allows no value" not in str(e):
-                            raise
+                    except _NoValue:
+                        pass
                 if not alts:
-                    raise SchemaError(f"no branch of {key} allows any value", _ptr(pointer, key))
+                    raise _NoValue(f"no branch of {key} allows any value", _ptr(pointer, key))
                 return " | ".join(alts)
         for key in sorted(set(schema) & _POST_CHECKED):
             if key in ("then", "else") and "if" in schema:
@@ -404,7 +439,7 @@ class _Converter:
             if alt is not None:
                 alts.append(alt)
         if not alts:
-            raise SchemaError("this schema allows no value", pointer)
+            raise _NoValue("this schema allows no value", pointer)
         return " | ".join(f"( {a} )" for a in alts) if len(alts) > 1 else alts[0]
 
     # -- composition ---------------------------------------------------------------------------
@@ -481,7 +516,7 @@ class _Converter:
             if part is True:
                 continue
             if part is False:
-                raise SchemaError("allOf contains false: no value is allowed", p)
+                raise _NoValue("allOf contains false: no value is allowed", p)
             if not isinstance(part, dict):
                 raise SchemaError("allOf entries must be schemas", p)
             while "$ref" in part:
@@ -516,7 +551,7 @@ class _Converter:
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in _ANNOTATIONS}
         kept = [v for v in values if _quick_check(rest, v)] if rest else values
         if not kept:
-            raise SchemaError("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
+            raise _NoValue("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
         if rest:
             self.note(where, "enum", "enforced", "values filtered by the sibling keywords")
         return " | ".join(self.literal_value(v, where) for v in kept)
@@ -610,7 +645,7 @@ class _Converter:
         try:
             rx = numbers.number_regex(lo, hi, exclusive_minimum=lo_x, exclusive_maximum=hi_x, integer=integer)
         except ValueError as e:
-            raise SchemaError(f"the number bounds allow no value: {e}", pointer) from None
+            raise _NoValue(f"the number bounds allow no value: {e}", pointer) from None
         return _regex_terminal(rx)
 
     def string_body(self, schema: dict[str, Any], pointer: str) -> str:
@@ -764,7 +799,18 @@ class _Converter:
                         f"required property {name!r} has schema false", _ptr(pointer, "properties", name)
                     )
                 continue
-            value = self.value_rule(sub, _ptr(pointer, "properties", name))
+            try:
+                value = self.value_rule(sub, _ptr(pointer, "properties", name))
+            except _NoValue as e:
+                if is_req:
+                    raise
+                self.note(
+                    _ptr(pointer, "properties", name),
+                    "properties",
+                    "enforced",
+                    f"never generated: {e.message}",
+                )
+                continue
             kv.append(f'{_json_string_of(re.escape(name))} {ws} ":" {ws} {value}')
             opt.append(not is_req)
         extra = None
@@ -857,10 +903,20 @@ def _unanchored(pattern: str) -> str:
     top-level branch; ``$`` also matches before a final newline, as in Python."""
     out = []
     for branch in _top_level_branches(pattern):
+        inner = _outer_group(branch)
+        if inner is not None and ("^" in inner or "$" in inner or "\\A" in inner or "\\Z" in inner):
+            # `(^a$)|(^b)`: anchors inside a group that spans the whole branch.
+            out.append(_unanchored(inner))
+            continue
         body = branch
         start = body.startswith("^") or body.startswith("\\A")
         if start:
             body = body[1:] if body.startswith("^") else body[2:]
+        inner = _outer_group(body) if start else None
+        if inner is not None and ("$" in inner or "\\Z" in inner):
+            # `^(a|b$)`: the start anchor distributes over the group's branches.
+            out.append(_unanchored("|".join("^" + b for b in _top_level_branches(inner))))
+            continue
         end_dollar = body.endswith("$") and not _escaped_at_end(body)
         end_z = body.endswith("\\Z") and not _escaped_at_end(body[:-1])
         if end_dollar:
@@ -871,6 +927,40 @@ def _unanchored(pattern: str) -> str:
         suffix = "\\n?" if end_dollar else ("" if end_z else "(?s:.)*")
         out.append(f"{prefix}(?:{body}){suffix}")
     return out[0] if len(out) == 1 else "|".join(f"(?:{b})" for b in out)
+
+
+def _outer_group(branch: str) -> str | None:
+    """The content of a group that spans the whole branch (`(x)`, `(?:x)`, `(?P<n>x)`), else None."""
+    if not (branch.startswith("(") and branch.endswith(")")) or _escaped_at_end(branch):
+        return None
+    start = 1
+    if branch.startswith("(?:"):
+        start = 3
+    elif branch.startswith("(?P<"):
+        close = branch.find(">")
+        if close < 0:
+            return None
+        start = close + 1
+    elif branch.startswith("(?"):
+        return None  # lookaround, flags, ...: leave to the regex engine
+    depth, in_class, i = 0, False, 0
+    while i < len(branch):
+        c = branch[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0 and i != len(branch) - 1:
+                return None  # the first group closes before the end
+        i += 1
+    return branch[start:-1]
 
 
 def _escaped_at_end(body: str) -> bool:
@@ -918,6 +1008,21 @@ def _kind(v: Any) -> str:
     if isinstance(v, str):
         return "string"
     return "array" if isinstance(v, list) else "object"
+
+
+def _has_ref(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_has_ref(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_ref(v) for v in node)
+    return False
+
+
+def _content_key(schema: Any) -> str | None:
+    """A content key for schemas whose expansion may recurse without passing a memoised pointer."""
+    if isinstance(schema, dict) and "allOf" in schema and _has_ref(schema["allOf"]):
+        return "allOf:" + json.dumps(schema, sort_keys=True, default=str)
+    return None
 
 
 def _constraining(schema: dict[str, Any]) -> bool:
@@ -1006,9 +1111,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
                 else set()
             )
             if not both:
-                raise SchemaError(
-                    f"allOf: types {sorted(ta)} and {sorted(tb)} have nothing in common", pointer
-                )
+                raise _NoValue(f"allOf: types {sorted(ta)} and {sorted(tb)} have nothing in common", pointer)
             out[key] = sorted(both)
         elif key == "properties":
             merged = dict(va)
@@ -1018,13 +1121,15 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
         elif key == "enum":
             keep = [x for x in va if any(_json_equal(x, y) for y in vb)]
             if not keep:
-                raise SchemaError("allOf: the enums have no value in common", pointer)
+                raise _NoValue("allOf: the enums have no value in common", pointer)
             out[key] = keep
         elif key in ("items", "additionalProperties", "contains", "propertyNames"):
             out[key] = {"allOf": [va, vb]}
         elif key in ("anyOf", "oneOf"):
             out.setdefault("allOf", [])
             out["allOf"] = [*out.get("allOf", []), {key: vb}]
+        elif key not in _KNOWN:
+            continue  # an unknown keyword is an annotation: it constrains nothing
         else:
             raise UnsupportedSchemaError(
                 f"allOf: cannot merge two different {key!r} values", _ptr(pointer, key)
