@@ -412,3 +412,59 @@ def test_disjoint_one_of_is_enforced_by_the_grammar(tok: corral.Tokenizer) -> No
     assert _accepts(tagged, '{"kind": "a", "x": 1}') and _accepts(tagged, '{"kind": "c"}')
     overlapping = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, tok)
     assert overlapping.report.post_checks
+
+
+def test_recursion_through_all_of_and_ref_siblings(tok: corral.Tokenizer) -> None:
+    schema = {
+        "definitions": {
+            "item": {
+                "type": "object",
+                "properties": {
+                    "v": {"type": "integer"},
+                    "kids": {"type": "array", "items": {"allOf": [{"$ref": "#/definitions/item"}]}},
+                    "next": {"$ref": "#/definitions/item", "description": "annotation only"},
+                    "also": {"$ref": "#/definitions/item", "required": ["v"]},
+                },
+            }
+        },
+        "$ref": "#/definitions/item",
+    }
+    g = corral.compile_json_schema(schema, tok)
+    doc = {"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}], "next": {"also": {"v": 4}}}
+    assert _accepts(g, json.dumps(doc))
+    assert not _accepts(g, json.dumps({"also": {"kids": []}}))  # "also" requires v
+
+
+def test_optional_property_that_allows_nothing_is_never_generated(tok: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema(
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "object", "enum": ["x"]}}},
+        tok,
+    )
+    assert _accepts(g, '{"a": 1}')
+    assert not _accepts(g, '{"b": "x"}')
+    with pytest.raises(corral.SchemaError):
+        corral.compile_json_schema({"type": "object", "properties": {"b": False}, "required": ["b"]}, tok)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good", "bad"),
+    [
+        (r"(^\d{4}(-\d{2})?$)|(^\d{2}x)", ["2024", "2024-05", "12x", "12xyz"], ["x2024", "2024-", "1x"]),
+        (r"^(a|b$)", ["a", "abc", "b"], ["xb", "ba", "c"]),
+        (r"(?P<year>^[0-9]{4})", ["2024", "2024-extra"], ["x2024"]),
+    ],
+)
+def test_anchors_inside_groups(pattern: str, good: list[str], bad: list[str], tok: corral.Tokenizer) -> None:
+    import re
+
+    g = corral.compile_json_schema({"type": "string", "pattern": pattern}, tok)
+    for s in good:
+        assert re.search(pattern, s) and _accepts(g, json.dumps(s)), s
+    for s in bad:
+        assert not re.search(pattern, s) and not _accepts(g, json.dumps(s)), s
+
+
+def test_unknown_keywords_are_annotations_in_merges(tok: corral.Tokenizer) -> None:
+    schema = {"allOf": [{"type": "integer", "help": "a"}, {"maximum": 3, "help": "b"}]}
+    g = corral.compile_json_schema(schema, tok)
+    assert _accepts(g, "3") and not _accepts(g, "4")
