@@ -21,9 +21,10 @@ Per schema and engine:
   backslashes and, mostly, pure-whitespace tokens, or -- with probability 0.35 -- the longest allowed
   token that starts ``Matcher.shortest_completion()``), finished with ``shortest_completion()``.
   The text is checked with ``jsonschema`` (``validator_for(schema, default=Draft202012Validator)``,
-  no format checker).  A violation of a keyword that corral's report does not list as "checked
-  after decoding" is a **corral soundness bug** and is printed prominently; a violation of a listed
-  keyword ("left to validate()") makes the walk try again, up to ``--attempts`` walks per schema.
+  no format checker).  A violation that no entry of corral's report explains (an entry "checked
+  after decoding" naming that keyword or one on its schema path; see ``_left_to_validate``) is a
+  **corral soundness bug** and is printed prominently; an explained one ("left to validate()")
+  makes the walk try again, up to ``--attempts`` walks per schema.
   A valid text is re-tokenized with the tokenizer's canonical encoding and stepped through every
   engine that compiled the schema (untimed); an engine that rejects it is counted as **rejecting a
   valid instance** (incompleteness).  The first instance every compiling engine accepts is kept.
@@ -345,6 +346,27 @@ def _validator(schema: Any) -> Any:
     return cls(schema)
 
 
+def _left_to_validate(err: Any, left: list[Any]) -> bool:
+    """Is a jsonschema error explained by corral's report (keywords left to ``validate()``)?
+
+    A heuristic, as jsonschema's schema paths skip ``$ref`` hops and corral merges ``allOf``, so
+    pointers cannot be compared: yes when a report entry names the error's keyword (entries may name
+    several, ``minLength/maxLength``), or a keyword on the error's schema path (an error inside
+    ``patternProperties``, ``not``, ``if``/``then``/``else``, ...), or, for ``anyOf``/``oneOf``
+    errors, when every error of some branch is explained.  With no entry, nothing is explained."""
+    names = {k for e in left for k in e.keyword.split("/")}
+    if not names:
+        return False
+    if "if" in names:
+        names |= {"then", "else"}
+    if err.validator in names or any(str(p) in names for p in err.absolute_schema_path):
+        return True
+    branches: dict[Any, list[Any]] = defaultdict(list)
+    for sub in err.context or []:
+        branches[sub.relative_schema_path[0] if sub.relative_schema_path else None].append(sub)
+    return any(all(_left_to_validate(sub, left) for sub in subs) for subs in branches.values())
+
+
 def steps_through(eng: Engine, compiled: Any, ids: list[int]) -> str:
     """'' when eng accepts every token and then finishes; else why not."""
     m = eng.matcher(compiled)
@@ -407,7 +429,7 @@ def make_instance(
 ) -> list[int] | None:
     """Walk under corral until an instance that every compiling engine accepts; its token ids."""
     g = compiled["corral"]
-    expected = {e.keyword for e in g.report.entries if e.status != "enforced"}
+    left = [e for e in g.report.entries if e.status != "enforced"]
     try:
         validator = _validator(schema)
     except Exception as e:  # noqa: BLE001 - a schema jsonschema cannot load
@@ -430,7 +452,7 @@ def make_instance(
             except Exception as e:  # noqa: BLE001 - e.g. a pattern Python's re cannot compile
                 errors = []
                 rec.unsound.append(f"(not checked: jsonschema failed: {type(e).__name__}: {e})")
-            bad = [e for e in errors if e.validator not in expected]
+            bad = [e for e in errors if not _left_to_validate(e, left)]
             if bad:
                 e0 = bad[0]
                 where = "/".join(map(str, e0.absolute_path)) or "#"
