@@ -468,3 +468,47 @@ def test_unknown_keywords_are_annotations_in_merges(tok: corral.Tokenizer) -> No
     schema = {"allOf": [{"type": "integer", "help": "a"}, {"maximum": 3, "help": "b"}]}
     g = corral.compile_json_schema(schema, tok)
     assert _accepts(g, "3") and not _accepts(g, "4")
+
+
+def test_regressions_from_the_jsonschemabench_sweep(tok: corral.Tokenizer) -> None:
+    # A oneOf told apart by a property enum is not exclusive when the branches also match
+    # non-objects: the exactly-one check must stay (reported), or both branches would match 5.
+    g = corral.compile_json_schema(
+        {
+            "oneOf": [
+                {"properties": {"t": {"enum": ["a"]}}, "required": ["t"]},
+                {"properties": {"t": {"enum": ["b"]}}, "required": ["t"]},
+            ]
+        },
+        tok,
+    )
+    assert g.report.post_checks
+    # Under an integer type, enum numbers are spelled as integers (draft-04 rejects 1.0).
+    d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "enum": [0, 1]}
+    g = corral.compile_json_schema(d4, tok)
+    assert _accepts(g, "1") and not _accepts(g, "1.0")
+    # A required name allowed by patternProperties is generated with that schema.
+    g = corral.compile_json_schema(
+        {
+            "type": "object",
+            "required": ["x1"],
+            "additionalProperties": False,
+            "patternProperties": {"^x[0-9]$": {"type": "integer"}},
+        },
+        tok,
+    )
+    assert _accepts(g, '{"x1": 5}') and not _accepts(g, '{"x1": "a"}')
+    # \\w in a JSON Schema pattern is ASCII (ECMA-262): compact automata for bounded counts.
+    g = corral.compile_json_schema({"type": "string", "pattern": r"^[\+\w-]{5,96}$"}, tok)
+    assert _accepts(g, '"ab_c-1"') and not _accepts(g, '"abc"')
+    # An impossible oneOf branch is dropped, not fatal.
+    g = corral.compile_json_schema(
+        {
+            "oneOf": [
+                {"type": "integer"},
+                {"type": "object", "required": ["k"], "additionalProperties": False},
+            ]
+        },
+        tok,
+    )
+    assert _accepts(g, "3")

@@ -329,7 +329,7 @@ class _Converter:
 
     def _find_anchor(self, node: Any, name: str) -> Any:
         if isinstance(node, dict):
-            if node.get("$anchor") == name:
+            if node.get("$anchor") == name or node.get("$id") == "#" + name or node.get("id") == "#" + name:
                 return node
             for v in node.values():
                 r = self._find_anchor(v, name)
@@ -374,7 +374,10 @@ class _Converter:
         same = self.by_body.get(body)
         if same is not None and name not in self.recursive:
             del self.rules[name]
-            self.by_pointer[pointer] = same
+            for table in (self.by_pointer, self.by_content):
+                for k, v in table.items():
+                    if v == name:
+                        table[k] = same
             return same
         self.rules[name] = body
         self.by_body.setdefault(body, name)
@@ -471,8 +474,8 @@ class _Converter:
     def discriminators(self, schema: Any, pointer: str) -> dict[str, list[Any]]:
         """Required properties with const/enum values: name -> allowed values."""
         schema = self.deref(schema, pointer)
-        if not isinstance(schema, dict):
-            return {}
+        if not isinstance(schema, dict) or schema.get("type") not in ("object", ["object"]):
+            return {}  # a branch that also matches non-objects is not told apart by a property
         out: dict[str, list[Any]] = {}
         props = schema.get("properties", {})
         for name in schema.get("required", []):
@@ -554,9 +557,11 @@ class _Converter:
             raise _NoValue("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
         if rest:
             self.note(where, "enum", "enforced", "values filtered by the sibling keywords")
-        return " | ".join(self.literal_value(v, where) for v in kept)
+        types = self.types_of(schema, pointer) if "type" in schema else []
+        integer_only = "integer" in types and "number" not in types
+        return " | ".join(self.literal_value(v, where, integer_only) for v in kept)
 
-    def literal_value(self, v: Any, pointer: str) -> str:
+    def literal_value(self, v: Any, pointer: str, integer_only: bool = False) -> str:
         """Every JSON spelling of one value (up to whitespace, number spelling and escapes)."""
         if v is None:
             return '"null"'
@@ -568,7 +573,10 @@ class _Converter:
             if isinstance(v, float) and not math.isfinite(v):
                 raise SchemaError("enum/const number is not finite", pointer)
             d = Decimal(str(v))
-            return _regex_terminal(numbers.number_regex(d, d))
+            # Under an integer type only the canonical integer spelling is generated (older
+            # drafts do not count 2.0 as an integer).
+            as_integer = integer_only and d == d.to_integral_value()
+            return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
         if isinstance(v, str):
             return _json_string_of(re.escape(v))
         ws = self.ws
@@ -674,7 +682,7 @@ class _Converter:
                 raise SchemaError(
                     f"pattern is not a valid regular expression: {e}", _ptr(pointer, "pattern")
                 ) from None
-            rx = _unanchored(pat)
+            rx = _unanchored(_ascii_classes(pat))
             if self.check_regex is not None:
                 try:
                     self.check_regex(rx)
@@ -775,10 +783,18 @@ class _Converter:
         addl = schema.get("additionalProperties", None)
         if addl is None:
             addl = True if self.opt.extra_properties == "spec" else False
+        pattern_props = schema.get("patternProperties")
+        if not isinstance(pattern_props, dict):
+            pattern_props = {}
+        for r in required:
+            matching = [sub for pat, sub in pattern_props.items() if _safe_search(pat, r)]
+            if r not in props and matching:
+                # Allowed by patternProperties: generate it with those schemas.
+                props = {**props, r: matching[0] if len(matching) == 1 else {"allOf": matching}}
         for r in required:
             if r not in props and addl is False:
                 if "additionalProperties" in schema:
-                    raise SchemaError(
+                    raise _NoValue(
                         f"required property {r!r} is forbidden by additionalProperties: false",
                         _ptr(pointer, "required"),
                     )
@@ -868,6 +884,55 @@ class _Converter:
             )
             self.rules["any-member"] = f'{_json_string_of("(?s:.)*")} {ws} ":" {ws} any-value'
         return "any-value"
+
+
+def _safe_search(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return False
+
+
+def _ascii_classes(pattern: str) -> str:
+    """`\\d` and `\\w` as in JSON Schema's regex dialect (ECMA-262): ASCII only. Every ASCII match
+    is also a Python match, so this only narrows what is generated (the negated forms keep
+    Python's meaning), and it keeps e.g. `[\\w-]{5,96}` from needing one automaton state per
+    Unicode word character range and position."""
+    out = []
+    i = 0
+    in_class = False
+    negated = False  # inside [^...] the Unicode meaning must stay (ASCII would widen the set)
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if negated:
+                out.append(pattern[i : i + 2])
+            elif nxt == "d":
+                out.append("0-9" if in_class else "[0-9]")
+            elif nxt == "w":
+                out.append("A-Za-z0-9_" if in_class else "[A-Za-z0-9_]")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class and c == "]":
+            in_class = negated = False
+        elif not in_class and c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if pattern[i : i + 1] == "^":
+                out.append("^")
+                negated = True
+                i += 1
+            if pattern[i : i + 1] == "]":
+                out.append("]")
+                i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _top_level_branches(pattern: str) -> list[str]:
