@@ -32,6 +32,7 @@ from urllib.parse import unquote
 
 from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
 from corral.grammar import formats, numbers
+from corral.grammar.regex_text import scan, top_level_branches
 
 __all__ = ["SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
 
@@ -935,39 +936,12 @@ def _ascii_classes(pattern: str) -> str:
     return "".join(out)
 
 
-def _top_level_branches(pattern: str) -> list[str]:
-    """Split a regex at its top-level `|` (outside groups and classes)."""
-    out, depth, in_class, start, i = [], 0, False, 0, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1 : i + 2] == "]" or pattern[i + 1 : i + 3] == "^]":
-                i += 2 if pattern[i + 1] == "]" else 3
-                continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    out.append(pattern[start:])
-    return out
-
-
 def _unanchored(pattern: str) -> str:
     """A full-match regex for JSON Schema's `pattern`, which (like Python's ``re.search``, what
     the reference validator uses) matches anywhere unless anchored. Anchors are handled per
     top-level branch; ``$`` also matches before a final newline, as in Python."""
     out = []
-    for branch in _top_level_branches(pattern):
+    for branch in top_level_branches(pattern):
         inner = _outer_group(branch)
         if inner is not None and ("^" in inner or "$" in inner or "\\A" in inner or "\\Z" in inner):
             # `(^a$)|(^b)`: anchors inside a group that spans the whole branch.
@@ -980,7 +954,7 @@ def _unanchored(pattern: str) -> str:
         inner = _outer_group(body) if start else None
         if inner is not None and ("$" in inner or "\\Z" in inner):
             # `^(a|b$)`: the start anchor distributes over the group's branches.
-            out.append(_unanchored("|".join("^" + b for b in _top_level_branches(inner))))
+            out.append(_unanchored("|".join("^" + b for b in top_level_branches(inner))))
             continue
         end_dollar = body.endswith("$") and not _escaped_at_end(body)
         end_z = body.endswith("\\Z") and not _escaped_at_end(body[:-1])
@@ -1008,23 +982,9 @@ def _outer_group(branch: str) -> str | None:
         start = close + 1
     elif branch.startswith("(?"):
         return None  # lookaround, flags, ...: leave to the regex engine
-    depth, in_class, i = 0, False, 0
-    while i < len(branch):
-        c = branch[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0 and i != len(branch) - 1:
-                return None  # the first group closes before the end
-        i += 1
+    for i, c, depth in scan(branch):
+        if c == ")" and depth == 1 and i != len(branch) - 1:
+            return None  # the first group closes before the end
     return branch[start:-1]
 
 

@@ -44,6 +44,8 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from functools import lru_cache
 
+from corral.grammar.regex_text import scan
+
 __all__ = ["integer_regex", "number_regex"]
 
 Bound = Decimal | int | float
@@ -60,26 +62,7 @@ _ZERO_MANTISSA = r"0(?:\.0+)?"
 
 
 def _has_top_level_alternation(rx: str) -> bool:
-    depth = 0
-    in_class = False
-    i = 0
-    while i < len(rx):
-        c = rx[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
+    return any(c == "|" and depth == 0 for _, c, depth in scan(rx))
 
 
 def _group(rx: str) -> str:
