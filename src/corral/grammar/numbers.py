@@ -179,17 +179,8 @@ def _integer_range(lo: int | None, hi: int | None) -> str:
         if lo is not None and lo >= 0
         else _positive_integers(max(-hi, 1) if hi is not None else 1, None if lo is None else -lo)
     )
-    parts: list[str] = []
-    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
-        parts.append("0")
-    if positive is not None and positive == negative:
-        parts.append("-?" + _group(positive))
-    else:
-        if positive is not None:
-            parts.append(positive)
-        if negative is not None:
-            parts.append("-" + _group(negative))
-    return _group(_alternation(parts))
+    zero = "0" if (lo is None or lo <= 0) and (hi is None or hi >= 0) else None
+    return _signed(positive, negative, zero)
 
 
 def integer_regex(minimum: int | None = None, maximum: int | None = None) -> str:
