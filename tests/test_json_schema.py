@@ -512,3 +512,30 @@ def test_regressions_from_the_jsonschemabench_sweep(tok: corral.Tokenizer) -> No
         tok,
     )
     assert _accepts(g, "3")
+
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_pretty_layout_is_json_dumps_indent(index: int, tok: corral.Tokenizer) -> None:
+    schema, valid, _ = CASES[index]
+    g = corral.compile_json_schema(schema, tok, whitespace="pretty", indent=2)
+    for v in valid:
+        text = json.dumps(v, indent=2, ensure_ascii=False)
+        assert _accepts(g, text), f"pretty rejected {text!r}"
+
+
+def test_pretty_layout_rejects_other_layouts(tok: corral.Tokenizer) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+    g = corral.compile_json_schema(schema, tok, whitespace="pretty", indent=4)
+    v = {"a": [1, 2]}
+    assert _accepts(g, json.dumps(v, indent=4)) and _accepts(g, "{}") and _accepts(g, '{\n    "a": []\n}')
+    for other in (json.dumps(v), json.dumps(v, indent=2), json.dumps(v, indent=4) + "\n", "{\n}"):
+        assert not _accepts(g, other), other
+
+
+def test_pretty_recursion_is_exact(tok: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema(TREE, tok, whitespace="pretty", indent=1)
+    node: dict[str, Any] = {"value": 0}
+    for i in range(1, 40):  # deeper than the pretty depth cap: the rest is laid out flexibly
+        node = {"value": i, "children": [node]}
+    assert _accepts(g, json.dumps(node, indent=1))
+    assert not _accepts(g, json.dumps({"value": 1, "children": [{"value": 2}]}, indent=3))

@@ -149,8 +149,9 @@ def compile_json_schema(
     schema: Any,
     tokenizer: Tokenizer,
     *,
-    whitespace: Literal["flexible", "compact"] = "flexible",
+    whitespace: Literal["flexible", "compact", "pretty"] = "flexible",
     max_whitespace: int = 16,
+    indent: int = 2,
     extra_properties: Literal["schema", "spec"] = "schema",
     strict: bool = False,
     **limits: int,
@@ -160,9 +161,10 @@ def compile_json_schema(
 
     Parameters
     ----------
-    whitespace : {"flexible", "compact"}
+    whitespace : {"flexible", "compact", "pretty"}
         Flexible (default): whitespace between tokens as the model likes, at most
-        ``max_whitespace`` characters in a row. Compact: none.
+        ``max_whitespace`` characters in a row. Compact: none. Pretty: exactly the layout of
+        ``json.dumps(value, indent=indent)``.
     extra_properties : {"schema", "spec"}
         "schema" (default): undeclared properties only where ``additionalProperties`` allows
         them explicitly. "spec": the JSON Schema default (any undeclared property).
@@ -176,7 +178,11 @@ def compile_json_schema(
     SchemaError, UnsupportedSchemaError, LimitExceeded
     """
     options = SchemaOptions(
-        whitespace=whitespace, max_whitespace=max_whitespace, extra_properties=extra_properties, strict=strict
+        whitespace=whitespace,
+        max_whitespace=max_whitespace,
+        indent=indent,
+        extra_properties=extra_properties,
+        strict=strict,
     )
     raw, model = _schema_of(schema)
     text, report = schema_to_grammar(raw, options, check_regex=_check_regex)

@@ -36,7 +36,11 @@ from corral.grammar.regex_text import scan, top_level_branches
 
 __all__ = ["SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
 
-Whitespace = Literal["compact", "flexible"]
+Whitespace = Literal["compact", "flexible", "pretty"]
+
+# Containers nested deeper than this are laid out flexibly in pretty mode (one set of rules per
+# depth keeps the indentation exact; recursion needs a bound).
+_PRETTY_MAX_DEPTH = 32
 
 # Longest minLength/maxLength the grammar counts exactly (see string_body).
 _MAX_COUNTED_CHARS = 32
@@ -144,10 +148,16 @@ class SchemaOptions:
 
     Attributes
     ----------
-    whitespace : {"flexible", "compact"}
+    whitespace : {"flexible", "compact", "pretty"}
         ``"flexible"`` (default): the model may put whitespace between tokens as it likes, but
         at most ``max_whitespace`` characters in a row, so a small model cannot loop on spaces
-        or newlines. ``"compact"``: no whitespace at all (fewest tokens).
+        or newlines. ``"compact"``: no whitespace at all (fewest tokens). ``"pretty"``: the
+        layout of ``json.dumps(value, indent=indent)``, exactly, for containers nested up to
+        32 deep. Deeper ones accept whitespace runs of up to ``256 * indent +
+        max_whitespace`` characters; values of ``true``/``{}`` schemas and object/array
+        ``enum`` values are laid out flexibly.
+    indent : int
+        Spaces per nesting level in pretty mode (default 2).
     max_whitespace : int
         Longest whitespace run in flexible mode (default 16: enough for pretty-printed JSON a
         few levels deep).
@@ -163,12 +173,15 @@ class SchemaOptions:
 
     whitespace: Whitespace = "flexible"
     max_whitespace: int = 16
+    indent: int = 2
     extra_properties: Literal["schema", "spec"] = "schema"
     strict: bool = False
 
     def __post_init__(self) -> None:
-        if self.whitespace not in ("flexible", "compact"):
-            raise ValueError(f"whitespace must be 'flexible' or 'compact', got {self.whitespace!r}")
+        if self.whitespace not in ("flexible", "compact", "pretty"):
+            raise ValueError(f"whitespace must be 'flexible', 'compact' or 'pretty', got {self.whitespace!r}")
+        if not isinstance(self.indent, int) or not 0 <= self.indent <= 16:
+            raise ValueError("indent must be an integer in [0, 16]")
         if not isinstance(self.max_whitespace, int) or not 0 <= self.max_whitespace <= 256:
             raise ValueError("max_whitespace must be an integer in [0, 256]")
         if self.extra_properties not in ("schema", "spec"):
@@ -284,6 +297,8 @@ class _Converter:
         self.report = SchemaReport()
         self.counter = 0
         self.ws = "ws"
+        self.pretty = options.whitespace == "pretty"
+        self.depth = 0
         self.in_progress: set[str] = set()
         self.recursive: set[str] = set()
         self.by_body: dict[str, str] = {}
@@ -294,6 +309,25 @@ class _Converter:
         self.counter += 1
         name = re.sub(r"[^A-Za-z0-9_-]", "-", hint)[:40].strip("-") or "n"
         return f"s{self.counter}-{name}"
+
+    def layout(self) -> tuple[str, str, str, str]:
+        """(after the opening bracket, between items, before the closing bracket, between a
+        key and its value) for a container at the current depth."""
+        if self.pretty and self.depth < _PRETTY_MAX_DEPTH:
+            inner = " " * (self.opt.indent * (self.depth + 1))
+            outer = " " * (self.opt.indent * self.depth)
+            return _lit("\n" + inner), _lit(",\n" + inner), _lit("\n" + outer), _lit(": ")
+        # Beyond the pretty depth cap the indentation keeps growing: a longer (still bounded) run.
+        ws = "ws-deep" if self.pretty else self.ws
+        return ws, f'{ws} "," {ws}', ws, f'{ws} ":" {ws}'
+
+    def child_rule(self, schema: Any, pointer: str) -> str:
+        """The rule for a value one container level deeper."""
+        self.depth += 1
+        try:
+            return self.value_rule(schema, pointer)
+        finally:
+            self.depth -= 1
 
     def note(self, pointer: str, keyword: str, status: str, detail: str = "") -> None:
         self.report.entries.append(ReportEntry(pointer, keyword, status, detail))  # type: ignore[arg-type]
@@ -347,8 +381,11 @@ class _Converter:
     def convert(self) -> str:
         ws = "" if self.opt.whitespace == "compact" else f"[ \\t\\n\\r]{{0,{self.opt.max_whitespace}}}"
         root = self.value_rule(self.root, "#")
-        lines = [f"root ::= ws {root} ws" if ws else f"root ::= {root}"]
+        lines = [f"root ::= ws {root} ws" if ws and not self.pretty else f"root ::= {root}"]
         lines.append(f"ws ::= {ws}" if ws else 'ws ::= ""')
+        if self.pretty:
+            deep = self.opt.indent * 256 + self.opt.max_whitespace
+            lines.append(f"ws-deep ::= [ \\t\\n\\r]{{0,{deep}}}")
         lines += [f"{name} ::= {body}" for name, body in self.rules.items()]
         return "\n".join(lines) + "\n"
 
@@ -359,18 +396,21 @@ class _Converter:
         # Schemas that are expanded in place (an allOf or a $ref with siblings that reaches a
         # $ref) are also memoised by content, so recursion through them stays finite.
         ck = _content_key(schema)
+        if self.pretty:  # rules differ by nesting depth (their indentation)
+            pointer = f"{pointer}@{min(self.depth, _PRETTY_MAX_DEPTH)}"
+            ck = f"{ck}@{min(self.depth, _PRETTY_MAX_DEPTH)}" if ck else None
         hit = self.by_pointer.get(pointer) or (self.by_content.get(ck) if ck else None)
         if hit is not None:
             if hit in self.in_progress:
                 self.recursive.add(hit)
             return hit
-        name = self.new_rule(pointer.rsplit("/", 1)[-1] or "root")
+        name = self.new_rule(pointer.split("@")[0].rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
         if ck:
             self.by_content[ck] = name
         self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
         self.in_progress.add(name)
-        body = self.value_body(schema, pointer)
+        body = self.value_body(schema, pointer.split("@")[0] if self.pretty else pointer)
         self.in_progress.discard(name)
         same = self.by_body.get(body)
         if same is not None and name not in self.recursive:
@@ -405,7 +445,7 @@ class _Converter:
             # $ref with sibling keywords (2020-12): both apply. Memoised by (target, siblings) so
             # a recursive $ref with siblings becomes grammar recursion, not endless unfolding.
             key = f"{ref_ptr}&{json.dumps(rest, sort_keys=True, default=str)}"
-            if key in self.by_pointer:
+            if (f"{key}@{min(self.depth, _PRETTY_MAX_DEPTH)}" if self.pretty else key) in self.by_pointer:
                 return self.value_rule(None, key)
             merged = self.merge_all_of({"allOf": [ref_target, rest]}, pointer)
             return self.value_rule(merged, key)
@@ -739,9 +779,9 @@ class _Converter:
                 raise SchemaError(
                     f"minItems {lo} needs more items than prefixItems allows", _ptr(pointer, "minItems")
                 )
-        elems = [self.value_rule(p, _ptr(pointer, "prefixItems", i)) for i, p in enumerate(prefix)]
-        rest = self.value_rule(items, _ptr(pointer, "items")) if items is not False else None
-        sep = f'{ws} "," {ws}'
+        elems = [self.child_rule(p, _ptr(pointer, "prefixItems", i)) for i, p in enumerate(prefix)]
+        rest = self.child_rule(items, _ptr(pointer, "items")) if items is not False else None
+        opening, sep, closing, _ = self.layout()
 
         def elem(i: int) -> str:
             return elems[i] if i < k else rest  # type: ignore[return-value]
@@ -767,14 +807,18 @@ class _Converter:
         first = f"{elem(0)} {tail(1)}".strip() if (k > 0 or rest is not None) else ""
         if not first:
             return f'"[" {ws} "]"'
-        content = first if lo > 0 else f"( {first} )?"
         for key in ("minItems", "maxItems", "prefixItems", "items"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
+        if self.pretty:
+            filled = f'"[" {opening} {first} {closing} "]"'
+            return filled if lo > 0 else f'"[" "]" | {filled}'
+        content = first if lo > 0 else f"( {first} )?"
         return f'"[" {ws} {content} {ws} "]"'
 
     def object_body(self, schema: dict[str, Any], pointer: str) -> str:
         ws = self.ws
+        opening, sep, closing, colon = self.layout()
         props = schema.get("properties", {})
         if not isinstance(props, dict):
             raise SchemaError("properties must be an object", _ptr(pointer, "properties"))
@@ -817,7 +861,7 @@ class _Converter:
                     )
                 continue
             try:
-                value = self.value_rule(sub, _ptr(pointer, "properties", name))
+                value = self.child_rule(sub, _ptr(pointer, "properties", name))
             except _NoValue as e:
                 if is_req:
                     raise
@@ -828,13 +872,13 @@ class _Converter:
                     f"never generated: {e.message}",
                 )
                 continue
-            kv.append(f'{_json_string_of(re.escape(name))} {ws} ":" {ws} {value}')
+            kv.append(f"{_json_string_of(re.escape(name))} {colon} {value}")
             opt.append(not is_req)
         extra = None
         if addl is not False:
-            value = self.value_rule(addl, _ptr(pointer, "additionalProperties"))
+            value = self.child_rule(addl, _ptr(pointer, "additionalProperties"))
             key = self.extra_key(names)
-            extra = f'{key} {ws} ":" {ws} {value}'
+            extra = f"{key} {colon} {value}"
             if names:
                 self.note(
                     _ptr(pointer, "additionalProperties"),
@@ -842,7 +886,6 @@ class _Converter:
                     "enforced",
                     "extra keys exclude the declared names",
                 )
-        sep = f'{ws} "," {ws}'
         n = len(kv)
         # after(i): properties i.. each preceded by a separator; first(i): the same with no
         # separator before the first one that appears. O(n) rules keep optional properties in
@@ -863,6 +906,15 @@ class _Converter:
         for key in ("properties", "required", "additionalProperties"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
+        if self.pretty:
+            if not any(not o for o in opt):
+                # Nothing required: "{}" or a non-empty member list (never "{\n  \n}").
+                nonempty = [self.new_rule("some") for _ in range(n + 1)]
+                self.rules[nonempty[n]] = f"{extra} {extra_tail}" if extra else "[^\\x00-\\U0010FFFF]"
+                for i in range(n - 1, -1, -1):
+                    self.rules[nonempty[i]] = f"{kv[i]} {after_names[i + 1]} | {nonempty[i + 1]}"
+                return f'"{{" "}}" | "{{" {opening} {nonempty[0]} {closing} "}}"'
+            return f'"{{" {opening} {first_names[0]} {closing} "}}"'
         return f'"{{" {ws} {first_names[0]} {ws} "}}"'
 
     def extra_key(self, declared: list[str]) -> str:
