@@ -144,23 +144,32 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
   }
 }
 
+template <class Advance>
+bool Matcher::step(Advance&& advance) {
+  // One rollback step: all of it or nothing. A parser limit becomes the sticky error state.
+  const std::size_t mark = parser_.num_sets();
+  try {
+    if (!advance()) {
+      parser_.pop_to(mark);
+      return false;
+    }
+  } catch (const std::exception& e) {
+    parser_.pop_to(mark);
+    set_error(e.what());
+    return false;
+  }
+  history_.push_back(mark);
+  return true;
+}
+
 bool Matcher::accept_token(std::int32_t token_id) {
   if (terminated_ || !error_.empty()) return false;
   const Vocabulary& vocab = grammar_->vocab();
   if (token_id < 0 || static_cast<std::uint32_t>(token_id) >= vocab.size()) return false;
   if (grammar_->names_tokens()) {
     // A token the grammar names explicitly (e.g. <|eot_id|> or <[id]>) is matched as itself.
-    const std::size_t mark = parser_.num_sets();
-    try {
-      if (parser_.push_token(token_id)) {
-        history_.push_back(mark);
-        return true;
-      }
-    } catch (const std::exception& e) {
-      parser_.pop_to(mark);
-      set_error(e.what());
-      return false;
-    }
+    if (step([&] { return parser_.push_token(token_id); })) return true;
+    if (!error_.empty()) return false;
   }
   if (vocab.is_eos(token_id)) {
     if (!parser_.accepting()) return false;
@@ -176,22 +185,13 @@ bool Matcher::accept_token(std::int32_t token_id) {
 
 bool Matcher::accept_bytes(std::string_view data) {
   if (terminated_ || !error_.empty()) return false;
-  const std::size_t mark = parser_.num_sets();
-  try {
-    for (char c : data) {
-      if (!parser_.push_byte(static_cast<std::uint8_t>(c))) {
-        parser_.pop_to(mark);
-        return false;
-      }
-    }
-  } catch (const std::exception& e) {
-    parser_.pop_to(mark);
-    set_error(e.what());
-    return false;
-  }
-  history_.push_back(mark);
-  return true;
+  return step([&] {
+    for (char c : data)
+      if (!parser_.push_byte(static_cast<std::uint8_t>(c))) return false;
+    return true;
+  });
 }
+
 
 void Matcher::rollback(std::size_t n) {
   if (n >= history_.size()) {

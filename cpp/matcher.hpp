@@ -55,6 +55,8 @@ class Matcher {
   void frontier_key(Scratch& sc, std::uint32_t subtree);
   void mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size_t level);
   void set_error(const std::string& what);
+  template <class Advance>
+  bool step(Advance&& advance);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   EarleyParser parser_;
