@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <tuple>
 #include <unordered_map>
 
 #include "grammar.hpp"
@@ -162,13 +163,76 @@ class Lowerer {
           same = same && kids.back() == k;
         }
         if (same) return n;
-        if (n->kind == NodeKind::Concat) return make_concat(std::move(kids), n->pos);
-        if (n->kind == NodeKind::Alt) return make_alt(std::move(kids), n->pos);
-        return make_repeat(kids[0], n->min, n->max, n->pos);
+        return rebuild(*n, std::move(kids));
       }
+      case NodeKind::Intersect:
+      case NodeKind::Difference:
+        // The operands become one automaton, so every rule they use is inlined whatever its
+        // size or use count (the parser has checked that those rules are regular).
+        return expand_rules(n);
       default:
         return n;
     }
+  }
+
+  // n with every rule reference replaced by the rule's fully expanded body. Rules used several
+  // times become shared subtrees, so the tree can describe exponentially many NFA states with
+  // little memory: the estimate is computed here bottom-up (memoised per node, never by walking
+  // the expanded tree) and checked against max_nfa_states before anything walks it.
+  NodePtr expand_rules(const NodePtr& n) {
+    auto [out, size] = expand_sized(n);
+    if (size > limits_.max_nfa_states)
+      throw LimitExceeded("max_nfa_states", size, limits_.max_nfa_states,
+                          "the operands of `&`/`-` expand to too many NFA states");
+    return out;
+  }
+
+  std::pair<NodePtr, std::uint64_t> expand_sized(const NodePtr& n) {
+    if (n->kind == NodeKind::RuleRef) {
+      CORRAL_CHECK(n->rule >= 0, "token reference in an operand of `&`/`-`");
+      auto it = expanded_.find(n->rule);
+      if (it != expanded_.end()) {
+        CORRAL_CHECK(it->second.first != nullptr, "recursive rule in an operand of `&`/`-`");
+        return it->second;
+      }
+      expanded_[n->rule] = {nullptr, 0};  // in progress: meeting it again would be a cycle
+      auto body = expand_sized(ast_.rules[static_cast<std::size_t>(n->rule)].body);
+      if (body.second > limits_.max_nfa_states)
+        throw LimitExceeded("max_nfa_states", body.second, limits_.max_nfa_states,
+                            "rule '" + ast_.rules[static_cast<std::size_t>(n->rule)].name +
+                                "', used in an operand of `&`/`-`, expands to too many NFA states");
+      expanded_[n->rule] = body;
+      return body;
+    }
+    if (n->kids.empty()) return {n, 1};
+    auto memo = expand_memo_.find(n.get());
+    if (memo != expand_memo_.end()) return {std::get<0>(memo->second), std::get<1>(memo->second)};
+    std::vector<NodePtr> kids;
+    std::uint64_t size = n->kind == NodeKind::Concat || n->kind == NodeKind::Repeat ? 0 : 1;
+    constexpr std::uint64_t kSat = std::uint64_t{1} << 62;
+    bool same = true;
+    for (const auto& k : n->kids) {
+      auto sub = expand_sized(k);
+      size = std::min(kSat, size + sub.second);
+      same = same && sub.first == k;
+      kids.push_back(std::move(sub.first));
+    }
+    if (n->kind == NodeKind::Repeat) size = estimate_repeat_size(size, n->min, n->max);
+    NodePtr out = same ? n : rebuild(*n, std::move(kids));
+    expand_memo_.emplace(n.get(), std::make_tuple(out, size, n));
+    return {out, size};
+  }
+
+  static NodePtr rebuild(const Node& n, std::vector<NodePtr> kids) {
+    switch (n.kind) {
+      case NodeKind::Concat: return make_concat(std::move(kids), n.pos);
+      case NodeKind::Alt: return make_alt(std::move(kids), n.pos);
+      case NodeKind::Repeat: return make_repeat(kids[0], n.min, n.max, n.pos);
+      case NodeKind::Intersect: return make_intersect(std::move(kids), n.pos);
+      case NodeKind::Difference: return make_difference(kids[0], kids[1], n.pos);
+      default: break;
+    }
+    throw InternalError("rebuilding a node without children");
   }
 
   // ---- (2) lowering -------------------------------------------------------------------
@@ -223,6 +287,8 @@ class Lowerer {
         [[fallthrough]];
       case NodeKind::Concat:
       case NodeKind::Alt:
+      case NodeKind::Intersect:
+      case NodeKind::Difference:
         put32(static_cast<std::uint32_t>(n->kids.size()));
         for (const auto& kid : n->kids) {
           const std::string& sub = structural_key(kid);
@@ -393,6 +459,10 @@ class Lowerer {
   Grammar g_;
   std::vector<std::uint8_t> regular_;
   std::unordered_map<std::int32_t, NodePtr> inline_cache_;
+  // expand_sized: rule -> (body with all rules inlined, estimated NFA states), and the same per
+  // node (holding the node itself, so its address cannot be reused while it is a key).
+  std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
+  std::unordered_map<const Node*, std::tuple<NodePtr, std::uint64_t, NodePtr>> expand_memo_;
   std::unordered_map<const Node*, std::pair<NodePtr, std::string>> key_memo_;
   std::vector<std::uint32_t> ref_count_;
   std::vector<std::int32_t> nt_of_rule_;
@@ -535,6 +605,55 @@ void Grammar::append_min_string(Symbol s, std::string& out, std::size_t cap) con
   }
 }
 
+namespace {
+
+// A terminal in grammar syntax: `/regex/`, or — when it contains `&`/`-`, which Python `re`
+// cannot spell — grammar operators over `/regex/` pieces, so the printed grammar re-parses.
+// Every composite prints parenthesised, so one terminal is always one item of a production.
+std::string print_terminal(const NodePtr& n) {
+  if (!has_algebra(n)) return "/" + print_regex(n) + "/";
+  auto join = [](const std::vector<NodePtr>& kids, const char* sep) {
+    std::string out;
+    for (std::size_t i = 0; i < kids.size(); ++i) out += (i ? sep : "") + print_terminal(kids[i]);
+    return out;
+  };
+  switch (n->kind) {
+    case NodeKind::Intersect: return "(" + join(n->kids, " & ") + ")";
+    case NodeKind::Difference: return "(" + join(n->kids, " - ") + ")";
+    case NodeKind::Alt: return "(" + join(n->kids, " | ") + ")";
+    case NodeKind::Repeat: {
+      const std::uint32_t lo = n->min, hi = n->max;
+      const std::string q = hi == Node::kUnbounded ? (lo == 0 ? "*" : lo == 1 ? "+" : "{" + std::to_string(lo) + ",}")
+                            : lo == 0 && hi == 1   ? "?"
+                            : lo == hi             ? "{" + std::to_string(lo) + "}"
+                                                   : "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+      return print_terminal(n->kids[0]) + q;
+    }
+    case NodeKind::Concat: {
+      // Runs of plain kids print as one /regex/.
+      std::vector<NodePtr> items, run;
+      auto flush = [&] {
+        if (!run.empty()) items.push_back(make_concat(run));
+        run.clear();
+      };
+      for (const auto& k : n->kids) {
+        if (has_algebra(k)) {
+          flush();
+          items.push_back(k);
+        } else {
+          run.push_back(k);
+        }
+      }
+      flush();
+      return "(" + join(items, " ") + ")";
+    }
+    default: break;
+  }
+  throw InternalError("unexpected node kind in a terminal");
+}
+
+}  // namespace
+
 std::string Grammar::to_string() const {
   std::string out;
   for (std::size_t nt = 0; nt < names.size(); ++nt) {
@@ -552,7 +671,7 @@ std::string Grammar::to_string() const {
         sep = true;
         if (s.is_terminal()) {
           const Terminal& t = terminals[static_cast<std::size_t>(s.index())];
-          out += t.is_token ? t.text : "/" + print_regex(t.regex) + "/";
+          out += t.is_token ? t.text : print_terminal(t.regex);
         }
         else out += names[static_cast<std::size_t>(s.index())];
       }

@@ -3,13 +3,16 @@
 // In:  UTF-8 text in llama.cpp GBNF syntax (`name ::= alternatives`, `|`, grouping, `* + ?`,
 //      `{m}` `{m,}` `{m,n}`, "literals" with escapes, [classes] with ranges/negation/escapes,
 //      `.`, `# comments`) extended with `/regex/` terminals in Python `re` syntax (`/regex/j`:
-//      over decoded JSON string contents, matched in their encoded form).
+//      over decoded JSON string contents, matched in their encoded form) and the language
+//      operators `A & B` (intersection) and `A - B` (difference), which bind looser than
+//      concatenation and tighter than `|`, and whose operands must be regular.
 // Out: one expression tree per rule (RuleRef nodes point into the rule table).
 // Invariants: every error is a CompileError with line and column and what was expected; nesting
 // is bounded by Limits::max_nesting so hostile input cannot overflow the stack.
 // A rule body may span lines; it ends where the next `name ::=` starts (GBNF is stricter; this
 // is a superset).
 #include <unordered_map>
+#include <unordered_set>
 
 #include "grammar.hpp"
 #include "json_string.hpp"
@@ -47,6 +50,7 @@ class GrammarParser {
     for (const RuleAst& r : ast_.rules) {
       if (!r.body) fail_at(r.ref_pos, "undefined rule '" + r.name + "'");
     }
+    for (const Operand& o : operands_) check_regular(o);
     auto it = index_.find(start_rule);
     if (it == index_.end()) {
       if (ast_.rules.empty()) throw CompileError("the grammar is empty: it defines no rules");
@@ -57,6 +61,13 @@ class GrammarParser {
   }
 
  private:
+  // One operand of `&` / `-`, kept for the regularity check at the end of parsing.
+  struct Operand {
+    NodePtr tree;
+    char op;             // '&' or '-' (the first operand of a chain: the first operator)
+    std::size_t op_pos;  // offset of the operator
+  };
+
   unsigned char peek(std::size_t k = 0) const {
     return pos_ + k < s_.size() ? static_cast<unsigned char>(s_[pos_ + k]) : 0;
   }
@@ -158,14 +169,43 @@ class GrammarParser {
     enter(depth);
     std::size_t start = pos_;
     std::vector<NodePtr> alts;
-    alts.push_back(parse_sequence(depth));
+    alts.push_back(parse_algebra(depth));
     while (true) {
       skip_ws();
       if (!consume("|")) break;
       skip_ws();
-      alts.push_back(parse_sequence(depth));
+      alts.push_back(parse_algebra(depth));
     }
     return alts.size() == 1 ? alts[0] : make_alt(std::move(alts), start);
+  }
+
+  // sequence ( ('&' | '-') sequence )*, left to right. A left-to-right chain of `&` and `-`
+  // always equals (first ∩ every `&` operand) − (union of the `-` operands), because
+  // (P − N) ∩ C = (P ∩ C) − N and (P − N) − C = P − (N ∪ C); building that form directly keeps
+  // the tree two levels deep however long the chain is.
+  NodePtr parse_algebra(std::size_t depth) {
+    const std::size_t start = pos_;
+    NodePtr first = parse_sequence(depth);
+    skip_ws();
+    if (peek() != '&' && peek() != '-') return first;
+    if (pos_ == start) fail_at(pos_, std::string("expected an expression before `") + static_cast<char>(peek()) + "`");
+    std::vector<NodePtr> keep{first}, drop;
+    std::vector<Operand> operands{{first, static_cast<char>(peek()), pos_}};
+    while (peek() == '&' || peek() == '-') {
+      const char op = static_cast<char>(peek());
+      const std::size_t op_pos = pos_;
+      ++pos_;
+      skip_ws();
+      const std::size_t operand_pos = pos_;
+      NodePtr rhs = parse_sequence(depth);
+      if (pos_ == operand_pos) fail(std::string("expected an expression after `") + op + "`");
+      (op == '&' ? keep : drop).push_back(rhs);
+      operands.push_back({rhs, op, op_pos});
+      skip_ws();
+    }
+    operands_.insert(operands_.end(), operands.begin(), operands.end());
+    NodePtr both = make_intersect(std::move(keep), start);
+    return drop.empty() ? both : make_difference(both, make_alt(std::move(drop), start), start);
   }
 
   NodePtr parse_sequence(std::size_t depth) {
@@ -175,7 +215,7 @@ class GrammarParser {
       skip_ws();
       if (at_end()) break;
       unsigned char c = peek();
-      if (c == '|' || c == ')') break;
+      if (c == '|' || c == ')' || c == '&' || c == '-') break;
       if (at_rule_start()) break;
       NodePtr atom = parse_atom(depth);
       items.push_back(parse_quantifiers(atom));
@@ -439,11 +479,86 @@ class GrammarParser {
     return json ? json_string_content(n, limits_) : n;
   }
 
+  // ---- operands of `&` / `-` must be regular ----------------------------------------------
+  // Checked once every rule is known (a rule may be defined after its use). An operand may use
+  // rules, but nothing reachable from it may be recursive or name a token: intersection and
+  // difference are computed on finite automata.
+
+  // Fails at the first reference of `o` that makes it non-regular.
+  void check_regular(const Operand& o) {
+    std::vector<const Node*> stack{o.tree.get()};
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!operand_seen_.insert(n).second) continue;  // regex and `/…/j` trees share subtrees
+      for (const auto& k : n->kids) stack.push_back(k.get());
+      if (n->kind != NodeKind::RuleRef) continue;
+      std::string why = n->rule < 0 ? "it names the token " + ast_.tokens[token_ref_index(n->rule)].text
+                                    : irregular_reason(n->rule);
+      if (!why.empty())
+        fail_at(n->pos, std::string("an operand of `") + o.op + "` (at " + where(o.op_pos) +
+                            ") must be regular (no recursion, no token references), but " + why);
+    }
+  }
+
+  // Why rule r is not regular ("" when it is), by an iterative depth-first walk of the rules it
+  // reaches. Verdicts are memoised, so checking every operand costs O(grammar size) in all.
+  std::string irregular_reason(std::int32_t r0) {
+    if (rule_state_.empty()) rule_state_.assign(ast_.rules.size(), 0);  // 0 new, 1 open, 2 regular
+    struct Frame {
+      std::int32_t rule;
+      std::vector<const Node*> todo;  // nodes of its body not yet visited
+    };
+    auto open = [&](std::int32_t r) {
+      rule_state_[static_cast<std::size_t>(r)] = 1;
+      return Frame{r, {ast_.rules[static_cast<std::size_t>(r)].body.get()}};
+    };
+    auto name = [&](std::int32_t r) { return "'" + ast_.rules[static_cast<std::size_t>(r)].name + "'"; };
+    auto path = [&](const std::vector<Frame>& frames, std::size_t from) {  // "'a' -> 'b'"
+      std::string p;
+      for (std::size_t i = from; i < frames.size(); ++i) p += (i > from ? " -> " : "") + name(frames[i].rule);
+      return p;
+    };
+    if (rule_state_[static_cast<std::size_t>(r0)] == 2) return "";
+    std::vector<Frame> frames{open(r0)};
+    while (!frames.empty()) {
+      Frame& f = frames.back();
+      if (f.todo.empty()) {
+        rule_state_[static_cast<std::size_t>(f.rule)] = 2;
+        frames.pop_back();
+        continue;
+      }
+      const Node* n = f.todo.back();
+      f.todo.pop_back();
+      if (!body_seen_.insert(n).second) continue;
+      for (const auto& k : n->kids) f.todo.push_back(k.get());
+      if (n->kind != NodeKind::RuleRef) continue;
+      if (n->rule < 0) {
+        const std::string via = frames.size() > 1 ? " (reached as " + path(frames, 0) + ")" : "";
+        return "rule " + name(f.rule) + via + " names the token " + ast_.tokens[token_ref_index(n->rule)].text;
+      }
+      const auto c = static_cast<std::size_t>(n->rule);
+      if (rule_state_[c] == 2) continue;
+      if (rule_state_[c] == 1) {
+        std::size_t from = 0;
+        while (frames[from].rule != n->rule) ++from;
+        return "rule " + name(n->rule) + " is recursive (" + path(frames, from) + " -> " + name(n->rule) + ")";
+      }
+      frames.push_back(open(n->rule));  // invalidates f: the loop re-reads frames.back()
+    }
+    return "";
+  }
+
   std::string_view s_;
   const Limits& limits_;
   std::size_t pos_ = 0;
   GrammarAst ast_;
   std::unordered_map<std::string, std::int32_t> index_;
+  std::vector<Operand> operands_;
+  std::vector<std::uint8_t> rule_state_;  // per rule, for irregular_reason
+  // Nodes already visited by each walk. Separate sets: an operand walk must not hide, from the
+  // rule walk, a reference it is in the middle of checking (`a ::= "x" & a`).
+  std::unordered_set<const Node*> operand_seen_, body_seen_;
 };
 
 }  // namespace

@@ -82,6 +82,17 @@ class JsonStringBuilder {
       case NodeKind::Repeat:
         out = make_repeat(transform(n->kids[0]), n->min, n->max, n->pos);
         break;
+      // Exact because decoding is a function: the encodings of A ∩ B are the encodings of A
+      // that are also encodings of B (likewise for A − B).
+      case NodeKind::Intersect: {
+        std::vector<NodePtr> kids;
+        for (const auto& k : n->kids) kids.push_back(transform(k));
+        out = make_intersect(std::move(kids), n->pos);
+        break;
+      }
+      case NodeKind::Difference:
+        out = make_difference(transform(n->kids[0]), transform(n->kids[1]), n->pos);
+        break;
       case NodeKind::RuleRef:
         CORRAL_CHECK(false, "json_string_content: the tree contains a rule reference");
     }

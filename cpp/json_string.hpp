@@ -7,8 +7,8 @@
 //      the BMP, as a UTF-16 surrogate pair `\uD83D\uDE00`.
 // Invariants: exact — the result matches an encoded text iff it is a valid JSON string body
 //      whose decoding the input tree matches (raw control characters, raw `"`/`\` and lone
-//      surrogate escapes never match); Concat/Alt/Repeat/Empty keep their shape, only Chars
-//      nodes are replaced, and equal CharSets share one replacement subtree.
+//      surrogate escapes never match); Concat/Alt/Repeat/Empty/Intersect/Difference keep their
+//      shape, only Chars nodes are replaced, and equal CharSets share one replacement subtree.
 #pragma once
 
 #include "limits.hpp"

@@ -4,16 +4,25 @@
 // Out: Nfa (nfa.hpp): the alphabet partition and an epsilon-NFA built right to left (each node
 //      is compiled with its continuation state already known, so no patch lists are needed).
 // Invariant: estimate_nfa_size bounds the state count (one state per Chars, one
-//      split per Alt / optional or looping copy; shared fragments only lower it); counted
-//      repetition is expanded by copying.
+//      split per Alt / optional or looping copy; shared fragments only lower it) except for the
+//      spliced products below, whose states new_state counts against max_nfa_states as they are
+//      made; counted repetition is expanded by copying.
+// Intersect/Difference: each operand is built as its own fragment (ending in its own Match
+//      state, unreachable from the main start), determinised and minimised over the *shared*
+//      alphabet (sym_dfa.hpp); the product DFA is minimised and spliced back in as an ordinary
+//      fragment: one Eps state per DFA state, one Char state per (state, target) pair. Working
+//      on code point classes rather than bytes is exact because UTF-8 is injective:
+//      enc(A) ∩ enc(B) = enc(A ∩ B) and enc(A) − enc(B) = enc(A − B).
 // Algorithm: Thompson (1968) construction; the alphabet partition is the standard refinement of
 //      elementary intervals by each set in turn.
 #include "nfa.hpp"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "errors.hpp"
+#include "sym_dfa.hpp"
 
 namespace corral {
 
@@ -224,10 +233,72 @@ class NfaBuilder {
         for (std::uint32_t k = 0; k < plain; ++k) cont = build(kid, cont);
         return cont;
       }
+      case NodeKind::Intersect:
+      case NodeKind::Difference:
+        return embed(algebra_dfa(n), next);
       case NodeKind::RuleRef:
         break;
     }
     throw InternalError("a grammar rule reference cannot be compiled to a DFA");
+  }
+
+  // ---- Intersect / Difference ---------------------------------------------------------------
+
+  // `n` compiled alone (over this NFA's alphabet) to a minimal DFA.
+  SymDfa operand_dfa(const Node& n) {
+    const std::int32_t accept = new_state(NfaState::Match);
+    const std::int32_t entry = build(n, accept);
+    SymDfa d = prune_dead(determinise(nfa_, entry, accept, limits_, budget_));
+    return d.size() == 0 ? d : minimise(d, budget_);
+  }
+
+  // The minimal DFA of an Intersect/Difference node, computed once per distinct subtree (a
+  // counted repetition embeds it many times).
+  const SymDfa& algebra_dfa(const Node& n) {
+    const std::int32_t id = node_id_.at(&n);
+    auto hit = algebra_memo_.find(id);
+    if (hit != algebra_memo_.end()) return hit->second;
+    const ProductOp op = n.kind == NodeKind::Intersect ? ProductOp::Intersect : ProductOp::Difference;
+    SymDfa acc = operand_dfa(*n.kids[0]);
+    for (std::size_t i = 1; i < n.kids.size() && acc.size() > 0; ++i) {
+      acc = prune_dead(product(acc, operand_dfa(*n.kids[i]), op, limits_, budget_));
+      if (acc.size() > 0) acc = minimise(acc, budget_);
+    }
+    return algebra_memo_.emplace(id, std::move(acc)).first->second;
+  }
+
+  // Splices DFA `d` in as a fragment continuing to `next`; returns its entry state.
+  std::int32_t embed(const SymDfa& d, std::int32_t next) {
+    if (d.size() == 0) return new_state(NfaState::Eps);  // no way out: matches nothing
+    std::vector<std::int32_t> entry(d.size());
+    for (auto& e : entry) e = new_state(NfaState::Eps);
+    std::map<std::int32_t, std::vector<std::uint32_t>> by_target;  // ordered: deterministic ids
+    for (std::size_t s = 0; s < d.size(); ++s) {
+      by_target.clear();
+      for (std::uint32_t c = 0; c < d.k; ++c)
+        if (d.at(s, c) >= 0) by_target[d.at(s, c)].push_back(c);
+      std::vector<std::int32_t> out;
+      for (auto& [t, classes] : by_target) {
+        const std::int32_t ch = new_state(NfaState::Char);
+        auto& st = nfa_.states[static_cast<std::size_t>(ch)];
+        st.set = class_set(std::move(classes));
+        st.next = entry[static_cast<std::size_t>(t)];
+        out.push_back(ch);
+      }
+      if (d.acc[s]) out.push_back(next);
+      nfa_.states[static_cast<std::size_t>(entry[s])].eps = std::move(out);
+    }
+    return entry[static_cast<std::size_t>(d.start)];
+  }
+
+  // Index in nfa_.set_classes of a sorted list of classes (appended when new).
+  std::int32_t class_set(std::vector<std::uint32_t> classes) {
+    auto it = class_set_ids_.find(classes);
+    if (it != class_set_ids_.end()) return it->second;
+    const auto id = static_cast<std::int32_t>(nfa_.set_classes.size());
+    nfa_.set_classes.push_back(classes);
+    class_set_ids_.emplace(std::move(classes), id);
+    return id;
   }
 
   const Limits& limits_;
@@ -248,6 +319,8 @@ class NfaBuilder {
   std::vector<std::int32_t> chars_struct_;                 // set id -> structural id
   std::int32_t next_struct_ = 0;  // structural id of a Chars -> set id
   std::unordered_map<std::uint64_t, std::int32_t> memo_;
+  std::unordered_map<std::int32_t, SymDfa> algebra_memo_;  // structural id -> product DFA
+  std::map<std::vector<std::uint32_t>, std::int32_t> class_set_ids_;
 };
 
 }  // namespace

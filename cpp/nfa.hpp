@@ -1,6 +1,6 @@
-// nfa.hpp — Thompson NFA over code point classes (internal to dfa.cpp).
+// nfa.hpp — Thompson NFA over code point classes (internal to dfa.cpp and sym_dfa.cpp).
 //
-// In:  a regular expression tree.
+// In:  a regular expression tree (Intersect/Difference included: see nfa.cpp).
 // Out: an epsilon-NFA whose character transitions are labelled with sets of *alphabet classes*:
 //      the code point space is partitioned into the coarsest classes that every CharSet of the
 //      tree is a union of, so determinisation works on a handful of symbols instead of 256
@@ -31,7 +31,8 @@ struct Nfa {
   std::int32_t match = -1;
   /// Alphabet: per class, its code point ranges.
   std::vector<std::vector<CodepointRange>> class_ranges;
-  /// Per distinct CharSet of the tree: the classes it is the union of.
+  /// Per distinct CharSet of the tree, then per class set used by a spliced-in product DFA
+  /// (Intersect/Difference): the classes it is the union of.
   std::vector<std::vector<std::uint32_t>> set_classes;
   std::uint32_t num_classes() const { return static_cast<std::uint32_t>(class_ranges.size()); }
 };

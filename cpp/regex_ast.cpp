@@ -5,7 +5,7 @@
 //      (print_regex) and NFA size bounds (estimate_nfa_size).
 // Invariant: CharSet ranges stay sorted, disjoint, non-adjacent, within [0, 0x10FFFF] and free
 //      of surrogates after every operation; print_regex output re-parses (by Python `re` and by
-//      parse_regex) to a tree with the same language.
+//      parse_regex) to a tree with the same language, unless the tree has Intersect/Difference.
 #include "regex_ast.hpp"
 
 #include <algorithm>
@@ -189,6 +189,42 @@ NodePtr make_rule_ref(std::int32_t rule, std::size_t pos) {
   return n;
 }
 
+NodePtr make_intersect(std::vector<NodePtr> kids, std::size_t pos) {
+  std::vector<NodePtr> flat;
+  flat.reserve(kids.size());
+  for (auto& k : kids) {
+    CORRAL_CHECK(k != nullptr, "null node in intersection");
+    // Intersection is associative: flattening keeps `a & b & c & ...` one level deep.
+    if (k->kind == NodeKind::Intersect)
+      flat.insert(flat.end(), k->kids.begin(), k->kids.end());
+    else
+      flat.push_back(std::move(k));
+  }
+  CORRAL_CHECK(!flat.empty(), "intersection of nothing");
+  if (flat.size() == 1) return flat[0];
+  auto n = std::make_shared<Node>();
+  n->kind = NodeKind::Intersect;
+  n->kids = std::move(flat);
+  n->pos = pos;
+  return n;
+}
+
+NodePtr make_difference(NodePtr minuend, NodePtr subtrahend, std::size_t pos) {
+  CORRAL_CHECK(minuend != nullptr && subtrahend != nullptr, "null node in difference");
+  auto n = std::make_shared<Node>();
+  n->kind = NodeKind::Difference;
+  n->kids = {std::move(minuend), std::move(subtrahend)};
+  n->pos = pos;
+  return n;
+}
+
+bool has_algebra(const NodePtr& n) {
+  if (n->kind == NodeKind::Intersect || n->kind == NodeKind::Difference) return true;
+  for (const auto& k : n->kids)
+    if (has_algebra(k)) return true;
+  return false;
+}
+
 bool is_regular(const NodePtr& n) {
   if (n->kind == NodeKind::RuleRef) return false;
   for (const auto& k : n->kids)
@@ -228,7 +264,9 @@ static std::uint64_t estimate_rec(const Node& n) {
       for (const auto& k : n.kids) s = sat_add(s, estimate_rec(*k));
       return s;
     }
-    case NodeKind::Alt: {
+    case NodeKind::Alt:
+    case NodeKind::Intersect:
+    case NodeKind::Difference: {
       std::uint64_t s = 1;
       for (const auto& k : n.kids) s = sat_add(s, estimate_rec(*k));
       return s;
@@ -390,6 +428,17 @@ void print_node(std::string& out, const Node& n, int ctx) {
         out += "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
       }
       if (ctx == 2) out += ")";
+      return;
+    }
+    case NodeKind::Intersect:
+    case NodeKind::Difference: {
+      const char* op = n.kind == NodeKind::Intersect ? "&" : "-";
+      out += "(?:";
+      for (std::size_t i = 0; i < n.kids.size(); ++i) {
+        if (i) out += op;
+        print_node(out, *n.kids[i], 1);
+      }
+      out += ")";
       return;
     }
   }

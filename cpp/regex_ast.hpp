@@ -48,6 +48,11 @@ enum class NodeKind : std::uint8_t {
   Alt,      // any one of kids
   Repeat,   // kids[0] repeated min..max times (max == kUnbounded for no upper bound)
   RuleRef,  // a grammar nonterminal (grammar expressions only)
+  // Language algebra (grammar expressions only: Python `re` has no syntax for it). Kept as
+  // nodes rather than rewritten to plain regex because complement/intersection can blow up
+  // exponentially as regex text; nfa.cpp compiles them through a product DFA instead.
+  Intersect,   // strings matched by every kid (two or more kids)
+  Difference,  // strings matched by kids[0] and not by kids[1] (exactly two kids)
 };
 
 struct Node;
@@ -57,7 +62,7 @@ struct Node {
   static constexpr std::uint32_t kUnbounded = 0xFFFFFFFFu;
   NodeKind kind = NodeKind::Empty;
   CharSet chars;              // Chars
-  std::vector<NodePtr> kids;  // Concat, Alt, Repeat (one kid)
+  std::vector<NodePtr> kids;  // Concat, Alt, Intersect, Difference, Repeat (one kid)
   std::uint32_t min = 0, max = 0;  // Repeat
   std::int32_t rule = -1;     // RuleRef: index into the grammar's rule table
   std::size_t pos = 0;        // byte offset in the source text (for error messages)
@@ -70,14 +75,22 @@ NodePtr make_concat(std::vector<NodePtr> kids, std::size_t pos = 0);    // flatt
 NodePtr make_alt(std::vector<NodePtr> kids, std::size_t pos = 0);       // flattens
 NodePtr make_repeat(NodePtr kid, std::uint32_t min, std::uint32_t max, std::size_t pos = 0);
 NodePtr make_rule_ref(std::int32_t rule, std::size_t pos = 0);
+NodePtr make_intersect(std::vector<NodePtr> kids, std::size_t pos = 0);  // flattens; one kid: itself
+NodePtr make_difference(NodePtr minuend, NodePtr subtrahend, std::size_t pos = 0);
+/// True when the tree contains an Intersect or Difference node.
+bool has_algebra(const NodePtr& n);
 
 /// True when the expression contains no RuleRef (so it can become one DFA terminal).
 bool is_regular(const NodePtr& n);
 /// Canonical regex text (Python `re` syntax, escaped so it re-parses to the same tree);
-/// RuleRef prints as `<rule N>`. Used by the grammar printer and as a terminal's identity.
+/// RuleRef prints as `<rule N>`. Used by the grammar printer. Intersect/Difference have no
+/// `re` spelling: they print as `(?:A&B)` / `(?:A-B)` for diagnostics only (the grammar
+/// printer writes trees containing them in grammar syntax instead).
 std::string print_regex(const NodePtr& n);
 /// Upper bound on the NFA states the tree expands to (counted repetition multiplied out);
 /// saturates instead of overflowing. Lets callers refuse `a{0,100000}` before building it.
+/// For Intersect/Difference it counts the operands only: the product automaton's size is not
+/// known before it is built, and its construction enforces max_dfa_states/max_nfa_states.
 std::uint64_t estimate_nfa_size(const NodePtr& n);
 /// The repetition rule inside estimate_nfa_size: states for `kid{min,max}` given the kid's
 /// estimate (lets a parser track sizes bottom-up without re-walking subtrees).
