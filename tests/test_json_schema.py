@@ -252,10 +252,10 @@ CASES: list[tuple[Any, list[Any], list[Any]]] = [
 
 POST_CHECKED = [
     ({"type": "array", "uniqueItems": True}, [1, 1]),
-    ({"type": "integer", "multipleOf": 3}, 4),
+    ({"type": "number", "multipleOf": 0.1}, 0.35),  # validators divide in floating point
     ({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 5),
     ({"type": "string", "pattern": "^a", "maxLength": 2}, "abc"),
-    ({"type": "object", "minProperties": 1, "additionalProperties": True}, {}),
+    ({"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": True}, {"abc": 1}),
 ]
 
 

@@ -17,6 +17,14 @@ Invariants:
   compiled with the ``j`` regex flag, which accepts every JSON spelling of the matching text
   (raw characters or escapes) and never a raw control character.
 * Recursion (``$ref`` cycles) becomes grammar recursion: nesting is exact, not unrolled.
+* Counting keywords are state machines written as rules (bounded by _MAX_MACHINE_STATES, else
+  checked after decoding): ``multipleOf`` (multiples.py: integer steps exactly; decimal steps
+  generated exactly but re-checked, since validators divide in floating point),
+  ``minProperties``/``maxProperties`` and dependencies (containers.ObjectMembers: members in
+  schema order, names a dependency mentions become declared properties), ``contains`` with
+  ``minContains``/``maxContains`` (containers.ArrayItems: an upper bound needs the complement
+  of ``contains``, see _complement), and ``if``/``then``/``else`` when "not if" is expressible
+  (anyOf of the two cases, see _not_if).
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
-from corral.grammar import formats, numbers
+from corral.grammar import formats, multiples, numbers
+from corral.grammar.containers import FIRST, NONEMPTY, ArrayItems, Member, ObjectMembers, TooManyStates
 from corral.grammar.regex_text import scan, top_level_branches
 
 __all__ = ["SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
@@ -44,6 +53,11 @@ _PRETTY_MAX_DEPTH = 32
 
 # Longest minLength/maxLength the grammar counts exactly (see string_body).
 _MAX_COUNTED_CHARS = 32
+
+# Most rules one counting state machine may write (multipleOf automata, object members counted
+# for minProperties/maxProperties/dependencies, array items counted for contains). Beyond it
+# the keyword is checked after decoding instead.
+_MAX_MACHINE_STATES = 5000
 
 # Keywords that never constrain a value.
 _ANNOTATIONS = frozenset(
@@ -117,21 +131,15 @@ _KNOWN = frozenset(
         *_OBJECT_KEYS,
     }
 )
-# Keywords the grammar cannot (yet) express: kept for the post-decoding check.
+# Keywords the grammar cannot (yet) express: kept for the post-decoding check. (multipleOf,
+# contains/minContains/maxContains, minProperties/maxProperties, dependentRequired,
+# dependentSchemas and dependencies are enforced where expressible and reported by the type that
+# uses them; if/then/else is enforced for discriminator conditions.)
 _POST_CHECKED = frozenset(
     {
         "uniqueItems",
-        "contains",
-        "minContains",
-        "maxContains",
-        "multipleOf",
         "patternProperties",
         "propertyNames",
-        "minProperties",
-        "maxProperties",
-        "dependentRequired",
-        "dependentSchemas",
-        "dependencies",
         "not",
         "if",
         "then",
@@ -283,6 +291,13 @@ def _json_string_of(regex: str) -> str:
     return f'"\\"" {_regex_terminal(regex, True)} "\\""'
 
 
+# Keywords of an allOf part that could not be merged (see _merge_groups): checked after decoding.
+_UNMERGED = "$corral:unmerged"
+# Internal keyword: numbers in plain decimal notation only. Set on the intervals _complement
+# makes: an exponent spelling near a zero bound (1e-400) would parse to 0.0 in a validator.
+_PLAIN_NUMBERS = "$corral:plain-numbers"
+
+
 class _NoValue(SchemaError):
     """A (sub)schema that no JSON value satisfies."""
 
@@ -303,6 +318,15 @@ class _Converter:
         self.recursive: set[str] = set()
         self.by_body: dict[str, str] = {}
         self.by_content: dict[str, str] = {}
+        # Exactness bookkeeping: post_marks counts keywords not enforced exactly (checked after
+        # decoding, ignored); a rule whose build raised it is inexact, and so is every rule that
+        # uses it. Variants that must be exact (items that count as `contains` matches) check it.
+        self.post_marks = 0
+        self.inexact: set[str] = set()
+        schema_uri = root.get("$schema") if isinstance(root, dict) else None
+        # Before draft 2019-09, minContains/maxContains and dependentRequired/dependentSchemas
+        # were not keywords (and `dependencies` was).
+        self.old_draft = isinstance(schema_uri, str) and re.search(r"draft-0[0-7]", schema_uri) is not None
 
     # -- helpers -----------------------------------------------------------------------------
     def new_rule(self, hint: str) -> str:
@@ -330,7 +354,43 @@ class _Converter:
             self.depth -= 1
 
     def note(self, pointer: str, keyword: str, status: str, detail: str = "") -> None:
+        if status != "enforced":
+            self.post_marks += 1
         self.report.entries.append(ReportEntry(pointer, keyword, status, detail))  # type: ignore[arg-type]
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """The converter's mutable state, to undo an attempt that failed half-way."""
+        return (
+            dict(self.rules),
+            dict(self.by_pointer),
+            dict(self.by_body),
+            dict(self.by_content),
+            set(self.in_progress),
+            set(self.recursive),
+            set(self.inexact),
+            list(self.report.entries),
+            self.post_marks,
+        )
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        (
+            self.rules,
+            self.by_pointer,
+            self.by_body,
+            self.by_content,
+            self.in_progress,
+            self.recursive,
+            self.inexact,
+            self.report.entries,
+            self.post_marks,
+        ) = saved
+
+    def exact_child(self, schema: Any, pointer: str) -> tuple[str, bool]:
+        """child_rule, and whether the grammar enforces that schema exactly (no keyword inside it
+        is checked after decoding or ignored)."""
+        before = self.post_marks
+        rule = self.child_rule(schema, pointer)
+        return rule, self.post_marks == before
 
     def cannot_enforce(self, pointer: str, keyword: str, detail: str) -> None:
         if self.opt.strict:
@@ -381,7 +441,9 @@ class _Converter:
     def convert(self) -> str:
         ws = "" if self.opt.whitespace == "compact" else f"[ \\t\\n\\r]{{0,{self.opt.max_whitespace}}}"
         root = self.value_rule(self.root, "#")
-        lines = [f"root ::= ws {root} ws" if ws and not self.pretty else f"root ::= {root}"]
+        # No whitespace around the top-level value: it would only cost tokens (small models pad
+        # the end with newlines up to the whitespace cap instead of stopping).
+        lines = [f"root ::= {root}"]
         lines.append(f"ws ::= {ws}" if ws else 'ws ::= ""')
         if self.pretty:
             deep = self.opt.indent * 256 + self.opt.max_whitespace
@@ -403,6 +465,8 @@ class _Converter:
         if hit is not None:
             if hit in self.in_progress:
                 self.recursive.add(hit)
+            if hit in self.in_progress or pointer in self.inexact or (ck and ck in self.inexact):
+                self.post_marks += 1  # (recursion: exactness unknown yet, assume not)
             return hit
         name = self.new_rule(pointer.split("@")[0].rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
@@ -410,8 +474,13 @@ class _Converter:
             self.by_content[ck] = name
         self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
         self.in_progress.add(name)
+        marks = self.post_marks
         body = self.value_body(schema, pointer.split("@")[0] if self.pretty else pointer)
         self.in_progress.discard(name)
+        if self.post_marks != marks:
+            self.inexact.add(pointer)
+            if ck:
+                self.inexact.add(ck)
         same = self.by_body.get(body)
         if same is not None and name not in self.recursive:
             del self.rules[name]
@@ -437,6 +506,10 @@ class _Converter:
             if key in schema:
                 raise UnsupportedSchemaError(f"{key} is not supported", _ptr(pointer, key))
         schema = self.merge_all_of(schema, pointer)
+        for key in schema.get(_UNMERGED, []):
+            self.cannot_enforce(
+                _ptr(pointer, "allOf"), key, "allOf with two different values: one is checked after decoding"
+            )
         if "$ref" in schema:
             ref_target, ref_ptr = self.resolve_ref(schema["$ref"], _ptr(pointer, "$ref"))
             rest = {k: v for k, v in schema.items() if k != "$ref" and k not in _ANNOTATIONS}
@@ -449,6 +522,16 @@ class _Converter:
                 return self.value_rule(None, key)
             merged = self.merge_all_of({"allOf": [ref_target, rest]}, pointer)
             return self.value_rule(merged, key)
+        if "if" in schema:
+            saved = self.snapshot()
+            rewritten = self.if_then_else(schema, pointer)
+            if rewritten is not None:
+                try:
+                    return self.value_body(rewritten, pointer)
+                except UnsupportedSchemaError:
+                    # then/else use something unsupported: as before, check them after decoding
+                    # (they are then never compiled).
+                    self.restore(saved)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]
@@ -471,22 +554,54 @@ class _Converter:
                     raise _NoValue(f"no branch of {key} allows any value", _ptr(pointer, key))
                 return " | ".join(alts)
         for key in sorted(set(schema) & _POST_CHECKED):
-            if key in ("then", "else") and "if" in schema:
+            if key in ("then", "else"):
+                if "if" not in schema:
+                    self.note(_ptr(pointer, key), key, "enforced", "no effect without if")
                 continue
             self.cannot_enforce(_ptr(pointer, key), key, "checked after decoding")
         if "enum" in schema or "const" in schema:
+            if "dependencies" in schema:
+                # enum values are filtered with a draft 2020-12 validator, which ignores it.
+                self.cannot_enforce(_ptr(pointer, "dependencies"), "dependencies", "combined with enum/const")
             return self.enum_body(schema, pointer)
         types = self.types_of(schema, pointer)
         alts = []
+        first_error: _NoValue | None = None
         for t in types:
-            alt = self.type_body(t, schema, pointer)
+            try:
+                alt = self.type_body(t, schema, pointer)
+            except _NoValue as e:
+                # One type allows nothing (say, objects under an impossible minProperties): the
+                # others still apply.
+                first_error = first_error or e
+                continue
             if alt is not None:
                 alts.append(alt)
         if not alts:
-            raise _NoValue("this schema allows no value", pointer)
+            raise first_error or _NoValue("this schema allows no value", pointer)
         return " | ".join(f"( {a} )" for a in alts) if len(alts) > 1 else alts[0]
 
     # -- composition ---------------------------------------------------------------------------
+    def if_then_else(self, schema: dict[str, Any], pointer: str) -> dict[str, Any] | None:
+        """`schema` with if/then/else rewritten as ``anyOf: [if ∧ then, not-if ∧ else]`` when
+        "not-if" is expressible (see _not_if); None otherwise (then they are checked after
+        decoding)."""
+        cond = self.deref(schema["if"], _ptr(pointer, "if"))
+        not_if = _not_if(cond)
+        if not_if is None:
+            return None
+        rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
+        branches = [
+            {"allOf": [schema["if"], schema.get("then", True)]},
+            {"allOf": [not_if, schema.get("else", True)]},
+        ]
+        for key in ("if", "then", "else"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced", "rewritten as anyOf: [if+then, not-if+else]")
+        if "anyOf" in rest or "oneOf" in rest:
+            return {**rest, "allOf": [*rest.get("allOf", []), {"anyOf": branches}]}
+        return {**rest, "anyOf": branches}
+
     def deref(self, schema: Any, pointer: str) -> Any:
         seen = 0
         while isinstance(schema, dict) and "$ref" in schema and seen < 32:
@@ -691,11 +806,95 @@ class _Converter:
                 if hi is None or d < hi or (d == hi and key == "exclusiveMaximum"):
                     hi, hi_x = d, key == "exclusiveMaximum"
             self.note(_ptr(pointer, key), key, "enforced")
+        if "multipleOf" in schema:
+            body = self.multiple_body(schema, pointer, integer, (lo, lo_x), (hi, hi_x))
+            if body is not None:
+                return body
         try:
-            rx = numbers.number_regex(lo, hi, exclusive_minimum=lo_x, exclusive_maximum=hi_x, integer=integer)
+            rx = numbers.number_regex(
+                lo,
+                hi,
+                exclusive_minimum=lo_x,
+                exclusive_maximum=hi_x,
+                integer=integer,
+                allow_exponent=_PLAIN_NUMBERS not in schema,
+            )
         except ValueError as e:
             raise _NoValue(f"the number bounds allow no value: {e}", pointer) from None
         return _regex_terminal(rx)
+
+    def multiple_body(
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        integer: bool,
+        low: tuple[Decimal | None, bool],
+        high: tuple[Decimal | None, bool],
+    ) -> str | None:
+        """Numbers that are multiples of `multipleOf` within the bounds, as automaton rules; None
+        when only the bounds can be enforced (multipleOf is then checked after decoding).
+
+        An integer multipleOf is enforced exactly: only integer spellings are generated (also
+        under ``type: number``), so the value is an exact integer for every validator. A
+        non-integer multipleOf (``0.01``, ``1.5``) is generated as exact decimal multiples, but
+        validators divide by it in floating point (``0.3 / 0.1`` is not an integer there), so it
+        is also checked after decoding."""
+        where = _ptr(pointer, "multipleOf")
+        step = schema["multipleOf"]
+        if (
+            isinstance(step, bool)
+            or not isinstance(step, (int, float))
+            or not math.isfinite(step)
+            or step <= 0
+        ):
+            raise SchemaError("multipleOf must be a positive number", where)
+        exact = isinstance(step, int)
+        float_note = (
+            "the grammar generates exact multiples, but validators divide by a non-integer "
+            "multipleOf in floating point"
+        )
+        p, s = multiples.step_of(step)
+        lo, lo_x = low
+        hi, hi_x = high
+        automaton: multiples.Automaton | None
+        if integer or exact:
+            k = p // math.gcd(p, 10**s)
+            int_lo = int_hi = None
+            if lo is not None:
+                c = lo.to_integral_value(rounding="ROUND_CEILING")
+                int_lo = int(c) + (1 if lo_x and c == lo else 0)
+            if hi is not None:
+                f = hi.to_integral_value(rounding="ROUND_FLOOR")
+                int_hi = int(f) - (1 if hi_x and f == hi else 0)
+            if int_lo is not None and int_hi is not None and int_lo > int_hi:
+                raise _NoValue("no integer satisfies the bounds", pointer)
+            if k == 1:
+                rule = _regex_terminal(numbers.integer_regex(int_lo, int_hi))
+            else:
+                try:
+                    automaton = multiples.integer_multiples(k, int_lo, int_hi, _MAX_MACHINE_STATES)
+                except ValueError:
+                    raise _NoValue(f"no multiple of {step} satisfies the bounds", where) from None
+                if automaton is None:
+                    self.cannot_enforce(
+                        where, "multipleOf", f"step {step} with these bounds needs too many states"
+                    )
+                    return None
+                rule = automaton.rules(self.new_rule, self.rules)
+            if exact:
+                self.note(where, "multipleOf", "enforced", "" if integer else "integer spellings only")
+            else:
+                self.cannot_enforce(where, "multipleOf", float_note)
+            return rule
+        if lo is not None or hi is not None:
+            self.cannot_enforce(where, "multipleOf", "non-integer step combined with minimum/maximum")
+            return None
+        automaton = multiples.decimal_multiples(p, s, _MAX_MACHINE_STATES)
+        if automaton is None:
+            self.cannot_enforce(where, "multipleOf", f"step {step} needs too many automaton states")
+            return None
+        self.cannot_enforce(where, "multipleOf", float_note)
+        return automaton.rules(self.new_rule, self.rules)
 
     def string_body(self, schema: dict[str, Any], pointer: str) -> str:
         lo = _count(schema, "minLength", pointer, 0) or 0
@@ -779,12 +978,43 @@ class _Converter:
                 raise SchemaError(
                     f"minItems {lo} needs more items than prefixItems allows", _ptr(pointer, "minItems")
                 )
-        elems = [self.child_rule(p, _ptr(pointer, "prefixItems", i)) for i, p in enumerate(prefix)]
-        rest = self.child_rule(items, _ptr(pointer, "items")) if items is not False else None
+        elems: list[str] = []
+        for i, p in enumerate(prefix):
+            try:
+                elems.append(self.child_rule(p, _ptr(pointer, "prefixItems", i)))
+            except _NoValue:
+                if lo > i:
+                    raise
+                # No value fits position i: arrays end before it.
+                hi = i if hi is None else min(hi, i)
+                break
+        rest = (
+            self.child_rule(items, _ptr(pointer, "items")) if items is not False and len(elems) == k else None
+        )
+        k = len(elems)
+        prefix = prefix[:k]
         opening, sep, closing, _ = self.layout()
 
-        def elem(i: int) -> str:
-            return elems[i] if i < k else rest  # type: ignore[return-value]
+        def elem(i: int) -> str | None:
+            return elems[i] if i < k else rest
+
+        for key in ("minItems", "maxItems", "prefixItems", "items"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        if "contains" in schema and hi != 0:
+            base = [*prefix, items if rest is not None else False]
+            start = self.contains_items(schema, pointer, base, elem, (lo, hi), sep)
+            if start is not None:
+                if self.pretty:
+                    filled = f'"[" {opening} {start[0]} {closing} "]"' if start[0] else None
+                    alts = ['"[" "]"'] if start[1] else []
+                    alts += [filled] if filled else []
+                    if not alts:
+                        raise _NoValue("no array satisfies contains", _ptr(pointer, "contains"))
+                    return " | ".join(alts)
+                return f'"[" {ws} {start[0]} {ws} "]"'
+        elif "contains" in schema:
+            raise _NoValue("contains needs an item but maxItems is 0", _ptr(pointer, "contains"))
 
         # tail(i): the elements from position i on, each preceded by a separator.
         def tail(i: int) -> str:
@@ -807,14 +1037,151 @@ class _Converter:
         first = f"{elem(0)} {tail(1)}".strip() if (k > 0 or rest is not None) else ""
         if not first:
             return f'"[" {ws} "]"'
-        for key in ("minItems", "maxItems", "prefixItems", "items"):
-            if key in schema:
-                self.note(_ptr(pointer, key), key, "enforced")
         if self.pretty:
             filled = f'"[" {opening} {first} {closing} "]"'
             return filled if lo > 0 else f'"[" "]" | {filled}'
         content = first if lo > 0 else f"( {first} )?"
         return f'"[" {ws} {content} {ws} "]"'
+
+    def contains_items(
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        base: list[Any],
+        elem: Callable[[int], str | None],
+        bounds: tuple[int, int | None],
+        sep: str,
+    ) -> tuple[str | None, bool] | None:
+        """The items of an array with `contains`, counted: (start rule or None when only the
+        empty array fits, whether the empty array fits). None: no count is needed (minContains
+        0) or it cannot be enforced (then reported as checked after decoding).
+
+        At least minContains items match: each position holds either any item or a *matching*
+        item (the item schema merged with contains), and matching items are counted up to
+        minContains. With maxContains, the non-matching items must be told apart exactly: the
+        complement of contains is expressible when contains is a type, const or enum of scalars,
+        and then each item is either matching or non-matching, never both."""
+        lo, hi = bounds
+        k = len(base) - 1  # base[i]: schema of position i; base[k]: every later position
+        c_schema = schema["contains"]
+        keys = ["contains"]
+        if self.old_draft:
+            for key in ("minContains", "maxContains"):
+                if key in schema:
+                    self.note(_ptr(pointer, key), key, "ignored", "not a keyword before draft 2019-09")
+            kmin: int = 1
+            kmax: int | None = None
+        else:
+            kmin = _count(schema, "minContains", pointer, 1) or 0
+            kmax = _count(schema, "maxContains", pointer, None)
+            keys += [key for key in ("minContains", "maxContains") if key in schema]
+        if kmax is not None and kmin > kmax:
+            raise _NoValue(f"minContains {kmin} > maxContains {kmax}", _ptr(pointer, "minContains"))
+        if hi is not None and kmin > hi:
+            raise _NoValue(f"minContains {kmin} needs more items than maxItems", _ptr(pointer, "minContains"))
+
+        def give_up(detail: str) -> None:
+            for key in keys:
+                self.cannot_enforce(_ptr(pointer, key), key, detail)
+
+        if kmin == 0 and kmax is None:
+            for key in keys:
+                self.note(_ptr(pointer, key), key, "enforced", "minContains 0: no constraint")
+            return None
+
+        def where(i: int) -> str:
+            return _ptr(pointer, "prefixItems", i) if i < k else _ptr(pointer, "items")
+
+        match: list[str | None] = []
+        try:
+            for i, b in enumerate(base):
+                if b is False:
+                    match.append(None)
+                    continue
+                try:
+                    rule, exact = self.exact_child({"allOf": [b, c_schema]}, where(i) + "&contains")
+                except _NoValue:
+                    match.append(None)
+                    continue
+                if not exact:
+                    give_up("the contains schema is not enforced exactly")
+                    return None
+                match.append(rule)
+        except UnsupportedSchemaError:
+            give_up("contains cannot be merged with the item schema")
+            return None
+        plain: list[str | None] = [elem(i) for i in range(k + 1)]
+        if kmax is not None:
+            split = self.non_matching(base, c_schema, where)
+            if split is None:
+                self.cannot_enforce(
+                    _ptr(pointer, "maxContains"),
+                    "maxContains",
+                    "items that match contains cannot be told apart from the others",
+                )
+                keys.remove("maxContains")
+                kmax = None
+                if kmin == 0:
+                    for key in keys:
+                        self.note(_ptr(pointer, key), key, "enforced", "minContains 0: no lower bound")
+                    return None
+            else:
+                plain = split
+        machine = ArrayItems(
+            plain=lambda i: plain[min(i, k)],
+            match=lambda i: match[min(i, k)],
+            any=lambda i: elem(min(i, k)),
+            positions=k,
+            sep=sep,
+            min_items=lo,
+            max_items=hi,
+            min_matches=kmin,
+            max_matches=kmax,
+            max_states=_MAX_MACHINE_STATES,
+        )
+        rules: dict[str, str] = {}
+        try:
+            start = machine.build(self.new_rule, rules, NONEMPTY if self.pretty else FIRST)
+        except TooManyStates:
+            give_up("too many states to count the matching items")
+            return None
+        self.rules.update(rules)
+        empty_ok = lo == 0 and kmin == 0
+        if start is None and (not self.pretty or not empty_ok):
+            raise _NoValue("no array satisfies contains", _ptr(pointer, "contains"))
+        for key in keys:
+            self.note(_ptr(pointer, key), key, "enforced")
+        return start, empty_ok
+
+    def non_matching(
+        self, base: list[Any], c_schema: Any, where: Callable[[int], str]
+    ) -> list[str | None] | None:
+        """Per position, the items that do NOT match `c_schema` (exactly), or None when that
+        complement is not expressible."""
+        branches = _complement(self.deref(c_schema, "#"))
+        if branches is None:
+            return None
+        out: list[str | None] = []
+        try:
+            for i, b in enumerate(base):
+                alts = []
+                if b is not False:
+                    for j, branch in enumerate(branches):
+                        try:
+                            rule, exact = self.exact_child(
+                                {"allOf": [b, branch]}, f"{where(i)}&not-contains-{j}"
+                            )
+                        except _NoValue:
+                            continue
+                        if not exact:
+                            return None
+                        alts.append(rule)
+                out.append(
+                    None if not alts else alts[0] if len(alts) == 1 else "( " + " | ".join(alts) + " )"
+                )
+        except UnsupportedSchemaError:
+            return None
+        return out
 
     def object_body(self, schema: dict[str, Any], pointer: str) -> str:
         ws = self.ws
@@ -825,17 +1192,40 @@ class _Converter:
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise SchemaError("required must be an array of strings", _ptr(pointer, "required"))
+        lo = _count(schema, "minProperties", pointer, 0) or 0
+        hi = _count(schema, "maxProperties", pointer, None)
+        if hi is not None and lo > hi:
+            raise SchemaError(f"minProperties {lo} > maxProperties {hi}", _ptr(pointer, "minProperties"))
         addl = schema.get("additionalProperties", None)
         if addl is None:
             addl = True if self.opt.extra_properties == "spec" else False
+            if addl is False and lo > len([n for n, s in props.items() if s is not False] + required):
+                # Only undeclared properties can reach minProperties: generate them (as the spec
+                # default allows) rather than nothing.
+                addl = True
+                self.note(
+                    _ptr(pointer, "minProperties"),
+                    "minProperties",
+                    "enforced",
+                    "additionalProperties is not set: undeclared properties are generated to reach it",
+                )
         pattern_props = schema.get("patternProperties")
         if not isinstance(pattern_props, dict):
             pattern_props = {}
+
+        def undeclared_schema(name: str) -> Any:
+            """The schema an undeclared property `name` gets (patternProperties, else
+            additionalProperties)."""
+            matching = [sub for pat, sub in pattern_props.items() if _safe_search(pat, name)]
+            if matching:
+                return matching[0] if len(matching) == 1 else {"allOf": matching}
+            return addl
+
         for r in required:
             matching = [sub for pat, sub in pattern_props.items() if _safe_search(pat, r)]
             if r not in props and matching:
                 # Allowed by patternProperties: generate it with those schemas.
-                props = {**props, r: matching[0] if len(matching) == 1 else {"allOf": matching}}
+                props = {**props, r: undeclared_schema(r)}
         for r in required:
             if r not in props and addl is False:
                 if "additionalProperties" in schema:
@@ -848,9 +1238,25 @@ class _Converter:
         for r in required:
             if r not in props:
                 props = {**props, r: addl}
+        # Dependencies: names they mention become declared (optional) properties, so their
+        # presence is tracked; targets before their keys, the usual order in instances.
+        deps, never, dep_keywords = self.dependency_map(schema, pointer)
+        for key, targets in deps.items():
+            for name in [*targets, key] if targets else []:
+                if name in props:
+                    continue
+                if addl is not False or pattern_props:
+                    sub = undeclared_schema(name)
+                elif name != key and "additionalProperties" not in schema:
+                    sub = True  # a target, generated as required undeclared names are
+                else:
+                    continue  # can never be present
+                props = {**props, name: sub}
+        for name in never:
+            if name not in props and (addl is not False or pattern_props):
+                props = {**props, name: False}  # keep it out of the extra keys
         names = list(props)
-        kv: list[str] = []
-        opt: list[bool] = []
+        generated: list[tuple[str, str, bool]] = []  # (name, member text, required)
         for name in names:
             sub = props[name]
             is_req = name in required
@@ -872,13 +1278,22 @@ class _Converter:
                     f"never generated: {e.message}",
                 )
                 continue
-            kv.append(f"{_json_string_of(re.escape(name))} {colon} {value}")
-            opt.append(not is_req)
+            generated.append((name, f"{_json_string_of(re.escape(name))} {colon} {value}", is_req))
         extra = None
+        distinct = None
         if addl is not False:
             value = self.child_rule(addl, _ptr(pointer, "additionalProperties"))
             key = self.extra_key(names)
             extra = f"{key} {colon} {value}"
+            longest = max((len(n) for n in names), default=0)
+
+            def distinct(j: int, n: int) -> str:
+                # Keys longer than every declared name (so none of them), the j-th of length
+                # longest + 1 + j modulo n: the n keys differ from each other.
+                base = longest + 1 + j
+                rx = f"(?s:.){{{base}}}(?:(?s:.){{{n}}})*"
+                return f"{_json_string_of(rx)} {colon} {value}"
+
             if names:
                 self.note(
                     _ptr(pointer, "additionalProperties"),
@@ -886,36 +1301,160 @@ class _Converter:
                     "enforced",
                     "extra keys exclude the declared names",
                 )
-        n = len(kv)
-        # after(i): properties i.. each preceded by a separator; first(i): the same with no
-        # separator before the first one that appears. O(n) rules keep optional properties in
-        # schema order without a combinatorial blow-up.
-        after_names = [self.new_rule("after") for _ in range(n + 1)]
-        first_names = [self.new_rule("first") for _ in range(n + 1)]
-        extra_tail = f"( {sep} {extra} )*" if extra else ""
-        extra_first = f"( {extra} {extra_tail} )?" if extra else '""'
-        self.rules[after_names[n]] = extra_tail or '""'
-        self.rules[first_names[n]] = extra_first
-        for i in range(n - 1, -1, -1):
-            if opt[i]:
-                self.rules[after_names[i]] = f"( {sep} {kv[i]} )? {after_names[i + 1]}"
-                self.rules[first_names[i]] = f"{kv[i]} {after_names[i + 1]} | {first_names[i + 1]}"
-            else:
-                self.rules[after_names[i]] = f"{sep} {kv[i]} {after_names[i + 1]}"
-                self.rules[first_names[i]] = f"{kv[i]} {after_names[i + 1]}"
+        # A key whose dependency can never be present can never be present itself.
+        present = {name for name, _, _ in generated}
+        changed = True
+        while changed:
+            changed = False
+            for key, targets in deps.items():
+                if (
+                    key in present
+                    and key not in never
+                    and any(t not in present or t in never for t in targets)
+                ):
+                    never.add(key)
+                    changed = True
+        for name, _, is_req in generated:
+            if is_req and name in never:
+                raise _NoValue(
+                    f"required property {name!r} has a dependency that can never be met",
+                    _ptr(pointer, "required"),
+                )
+        members = [(name, text, is_req) for name, text, is_req in generated if name not in never]
+        index = {name: i for i, (name, _, _) in enumerate(members)}
+        dep_index = {
+            index[key]: {index[t] for t in targets}
+            for key, targets in deps.items()
+            if key in index and targets
+        }
+        n_required = sum(1 for _, _, r in members if r)
+        if hi is not None and n_required > hi:
+            raise _NoValue(
+                f"{n_required} required properties but maxProperties is {hi}", _ptr(pointer, "maxProperties")
+            )
+        if extra is None and lo > len(members):
+            raise _NoValue(
+                f"minProperties {lo} but at most {len(members)} properties can be present",
+                _ptr(pointer, "minProperties"),
+            )
+        # Bounds that cannot bind are left out of the machine (fewer states).
+        count_lo = lo if lo > n_required else 0
+        count_hi = hi if hi is not None and (extra is not None or hi < len(members)) else None
+        machine = ObjectMembers(
+            members=[Member(text, is_req) for _, text, is_req in members],
+            extra=extra,
+            sep=sep,
+            distinct=distinct,
+            min_count=count_lo,
+            max_count=count_hi,
+            deps=dep_index,
+            max_states=_MAX_MACHINE_STATES,
+        )
+        mode = NONEMPTY if self.pretty else FIRST
+        start: str | None = None
+        counted = tracked = True
+        while True:
+            rules: dict[str, str] = {}
+            try:
+                start = machine.build(self.new_rule, rules, mode)
+            except TooManyStates:
+                # Drop a dimension (dependencies first, then counts) and check it afterwards.
+                if machine.deps and not machine.cut:
+                    machine.deps = {}
+                    tracked = False
+                elif machine.min_count or machine.max_count is not None:
+                    machine.min_count, machine.max_count = 0, None
+                    counted = False
+                else:
+                    machine.max_states = 1 << 60  # O(number of properties) rules
+                continue
+            self.rules.update(rules)
+            break
         for key in ("properties", "required", "additionalProperties"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
+        for key in ("minProperties", "maxProperties"):
+            if key in schema:
+                if counted:
+                    self.note(_ptr(pointer, key), key, "enforced")
+                else:
+                    self.cannot_enforce(_ptr(pointer, key), key, "too many states to count properties")
+        for key, detail in dep_keywords.items():
+            if detail is None and not tracked:
+                detail = "too many states to track the dependencies"
+            if detail is None:
+                self.note(_ptr(pointer, key), key, "enforced")
+            else:
+                self.cannot_enforce(_ptr(pointer, key), key, detail)
+        empty_ok = n_required == 0 and (lo == 0 or not counted)
         if self.pretty:
-            if not any(not o for o in opt):
-                # Nothing required: "{}" or a non-empty member list (never "{\n  \n}").
-                nonempty = [self.new_rule("some") for _ in range(n + 1)]
-                self.rules[nonempty[n]] = f"{extra} {extra_tail}" if extra else "[^\\x00-\\U0010FFFF]"
-                for i in range(n - 1, -1, -1):
-                    self.rules[nonempty[i]] = f"{kv[i]} {after_names[i + 1]} | {nonempty[i + 1]}"
-                return f'"{{" "}}" | "{{" {opening} {nonempty[0]} {closing} "}}"'
-            return f'"{{" {opening} {first_names[0]} {closing} "}}"'
-        return f'"{{" {ws} {first_names[0]} {ws} "}}"'
+            alts = ['"{" "}"'] if empty_ok else []
+            if start is not None:
+                alts.append(f'"{{" {opening} {start} {closing} "}}"')
+            if not alts:
+                raise _NoValue("no object satisfies the property constraints", pointer)
+            return " | ".join(alts)
+        if start is None:
+            raise _NoValue("no object satisfies the property constraints", pointer)
+        return f'"{{" {ws} {start} {ws} "}}"'
+
+    def dependency_map(
+        self, schema: dict[str, Any], pointer: str
+    ) -> tuple[dict[str, list[str]], set[str], dict[str, str | None]]:
+        """(key -> names that must be present with it, keys that can never be present, keyword ->
+        None when enforced exactly or why it is checked after decoding) from dependentRequired,
+        dependentSchemas and draft-07 dependencies. A dependent schema is enforced when it only
+        requires names (``required``, ``properties`` of ``true``, ``type: object``); otherwise
+        its ``required`` part is enforced and the rest is checked after decoding."""
+        deps: dict[str, list[str]] = {}
+        never: set[str] = set()
+        keywords: dict[str, str | None] = {}
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            if kw not in schema:
+                continue
+            where = _ptr(pointer, kw)
+            spec = schema[kw]
+            if not isinstance(spec, dict):
+                raise SchemaError(f"{kw} must be an object", where)
+            if kw != "dependencies" and self.old_draft:
+                self.note(where, kw, "ignored", "not a keyword before draft 2019-09")
+                continue
+            keywords[kw] = None
+            for key, val in spec.items():
+                if isinstance(val, list) and kw != "dependentSchemas":
+                    if not all(isinstance(x, str) for x in val):
+                        raise SchemaError(f"{kw} lists must hold property names", _ptr(where, key))
+                    deps.setdefault(key, [])
+                    deps[key] += [x for x in val if x not in deps[key]]
+                    continue
+                if kw == "dependentRequired":
+                    raise SchemaError("dependentRequired values must be arrays of names", _ptr(where, key))
+                sub = self.deref(val, _ptr(where, key))
+                if sub is True or sub == {}:
+                    continue
+                if sub is False:
+                    never.add(key)
+                    continue
+                if not isinstance(sub, dict):
+                    raise SchemaError(f"{kw} values must be schemas", _ptr(where, key))
+                req = sub.get("required", [])
+                if isinstance(req, list) and all(isinstance(x, str) for x in req):
+                    deps.setdefault(key, [])
+                    deps[key] += [x for x in req if x not in deps[key]]
+                else:
+                    req = None
+                rest = {k: v for k, v in sub.items() if k not in _ANNOTATIONS and k != "required"}
+                sub_props = rest.pop("properties", {})
+                names_only = (
+                    req is not None
+                    and isinstance(sub_props, dict)
+                    and all(v is True or v == {} for v in sub_props.values())
+                    and rest.get("type", "object") in ("object", ["object"])
+                    and not ({*rest} - {"type"})
+                )
+                if not names_only:
+                    keywords[kw] = "only its required names are enforced" if req else "not expressible"
+        return deps, never, keywords
 
     def extra_key(self, declared: list[str]) -> str:
         """A JSON string key that is none of the declared names (so an extra property can never
@@ -1075,6 +1614,114 @@ def _not_in_regex(names: list[str]) -> str:
     return build(trie)
 
 
+def _complement(c_schema: Any) -> list[Any] | None:
+    """Schemas whose union is exactly the values that do NOT match `c_schema`, for the shapes
+    where that is expressible (true, false, a ``type``, a ``const``/``enum`` of scalars); None
+    otherwise. Numbers outside a value set are open intervals (plain decimal spellings)."""
+    if c_schema is True or c_schema == {}:
+        return []
+    if c_schema is False:
+        return [True]
+    if not isinstance(c_schema, dict):
+        return None
+    keys = {k for k in c_schema if k not in _ANNOTATIONS}
+    kinds = ("null", "boolean", "object", "array", "string", "number")
+    flipped = {
+        "minimum": "exclusiveMaximum",
+        "exclusiveMinimum": "maximum",
+        "maximum": "exclusiveMinimum",
+        "exclusiveMaximum": "minimum",
+    }
+    if len(keys) == 1 and next(iter(keys)) in flipped:
+        # One bound on numbers (every non-number matches it): the numbers on the other side.
+        (key,) = keys
+        bound = c_schema[key]
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
+            return None
+        return [{"type": "number", flipped[key]: bound, _PLAIN_NUMBERS: True}]
+    if keys == {"type"}:
+        t = c_schema["type"]
+        listed = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
+        if listed is None or ("integer" in listed and "number" not in listed):
+            return None  # "numbers that are not integers" is not a type
+        others = [x for x in kinds if x not in listed]
+        return [{"type": others}] if others else []
+    if not keys or not keys <= {"const", "enum"}:
+        return None
+    values = [c_schema["const"]] if "const" in c_schema else c_schema["enum"]
+    if not isinstance(values, list):
+        return None
+    if "const" in c_schema and "enum" in c_schema:
+        values = [v for v in values if any(_json_equal(v, e) for e in c_schema["enum"])]
+    if any(isinstance(v, (list, dict)) for v in values):
+        return None
+    if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+        return None
+    present = {_kind(v) for v in values}
+    out: list[Any] = []
+    others = [x for x in kinds if x not in present]
+    if others:
+        out.append({"type": others})
+    if "boolean" in present:
+        rest = [b for b in (True, False) if not any(v is b for v in values)]
+        if rest:
+            out.append({"enum": rest})
+    if "string" in present:
+        strs = list(dict.fromkeys(v for v in values if isinstance(v, str)))
+        out.append({"type": "string", "pattern": "^(?:" + _not_in_regex(strs) + ")\\Z"})
+    if "number" in present:
+        nums = sorted({Decimal(str(v)) for v in values if _kind(v) == "number"})
+        bounds = [None, *nums, None]
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            interval: dict[str, Any] = {"type": "number", _PLAIN_NUMBERS: True}
+            if a is not None:
+                interval["exclusiveMinimum"] = _plain_number(a)
+            if b is not None:
+                interval["exclusiveMaximum"] = _plain_number(b)
+            out.append(interval)
+    return out
+
+
+def _not_if(cond: Any) -> Any:
+    """A schema for exactly the values that do NOT match `cond` (an if/then/else condition), or
+    None when not expressible: the shapes of _complement, and an object discriminator — one
+    property (with a schema _complement handles) in ``properties``, optionally ``required``,
+    optionally ``type: object``."""
+    branches = _complement(cond)
+    if branches is not None:
+        return False if not branches else branches[0] if len(branches) == 1 else {"anyOf": branches}
+    if not isinstance(cond, dict):
+        return None
+    keys = {k for k in cond if k not in _ANNOTATIONS}
+    props = cond.get("properties", {})
+    required = cond.get("required", [])
+    if not keys <= {"properties", "required", "type"} or not isinstance(props, dict):
+        return None
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return None
+    names = set(props) | set(required)
+    if len(names) != 1 or cond.get("type", "object") not in ("object", ["object"]):
+        return None
+    (name,) = names
+    value_not = _complement(props.get(name, True))
+    if value_not is None:
+        return None
+    out: list[Any] = []
+    if "type" in cond:
+        out.append({"type": ["null", "boolean", "array", "string", "number"]})
+    if value_not:
+        sub = value_not[0] if len(value_not) == 1 else {"anyOf": value_not}
+        out.append({"type": "object", "required": [name], "properties": {name: sub}})
+    if name in required:
+        out.append({"type": "object", "properties": {name: False}})
+    return False if not out else out[0] if len(out) == 1 else {"anyOf": out}
+
+
+def _plain_number(d: Decimal) -> int | float:
+    """A JSON number value for a bound (an int when integral, so no precision is lost)."""
+    return int(d) if d == d.to_integral_value() else float(d)
+
+
 def _kind(v: Any) -> str:
     if v is None:
         return "null"
@@ -1136,6 +1783,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
     exactly stay as an allOf pair the post-decoding check verifies."""
     out = dict(a)
     b = dict(b)
+    _merge_groups(out, b)
     # `additionalProperties` applies to the names its own schema object does not declare, and
     # `items` to the positions after its own `prefixItems`: merging two objects must keep that.
     if ({"properties", "additionalProperties"} & a.keys()) and (
@@ -1220,6 +1868,79 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
                 else {**out, **_wrap_branch(out, p)}
             )
     return out
+
+
+def _merge_groups(out: dict[str, Any], b: dict[str, Any]) -> None:
+    """The keywords _merge cannot intersect key by key: `contains` with its counts (two different
+    contains need two different matching items), `multipleOf` (the least common multiple), and
+    the dependency maps (per key). What cannot be merged moves from `b` to the _UNMERGED list of
+    `out`: the grammar enforces `out`'s value and reports the other as checked after decoding."""
+    unmerged: list[str] = list(out.get(_UNMERGED, [])) + list(b.pop(_UNMERGED, []))
+    for side in (out, b):
+        if "contains" not in side:  # minContains/maxContains alone constrain nothing
+            side.pop("minContains", None)
+            side.pop("maxContains", None)
+    if "contains" in out and "contains" in b:
+        if _json_equal(out["contains"], b["contains"]):
+            if "minContains" in out or "minContains" in b:
+                out["minContains"] = max(out.get("minContains", 1), b.get("minContains", 1))
+            highs = [x for x in (out.get("maxContains"), b.get("maxContains")) if x is not None]
+            if highs:
+                out["maxContains"] = min(highs)
+        else:
+            unmerged.append("contains")
+        for key in ("contains", "minContains", "maxContains"):
+            b.pop(key, None)
+    for side in (out, b):
+        if "if" not in side:  # then/else alone constrain nothing
+            side.pop("then", None)
+            side.pop("else", None)
+    if "if" in out and "if" in b:
+        if not all(_json_equal(out.get(k), b.get(k)) for k in ("if", "then", "else")):
+            unmerged.append("if")
+        for key in ("if", "then", "else"):
+            b.pop(key, None)
+    if "multipleOf" in out and "multipleOf" in b:
+        x, y = out["multipleOf"], b.pop("multipleOf")
+        if (
+            isinstance(x, int)
+            and isinstance(y, int)
+            and not isinstance(x, bool)
+            and not isinstance(y, bool)
+            and x > 0
+            and y > 0
+        ):
+            out["multipleOf"] = x * y // math.gcd(x, y)
+        elif not _json_equal(x, y):
+            try:
+                dx, dy = Decimal(str(x)), Decimal(str(y))
+                if dx % dy == 0:
+                    pass
+                elif dy % dx == 0:
+                    out["multipleOf"] = y
+                else:
+                    unmerged.append("multipleOf")
+            except ArithmeticError:
+                unmerged.append("multipleOf")
+    if isinstance(out.get("dependentRequired"), dict) and isinstance(b.get("dependentRequired"), dict):
+        merged = {k: list(v) for k, v in out["dependentRequired"].items()}
+        for key, names in b.pop("dependentRequired").items():
+            merged[key] = list(dict.fromkeys([*merged.get(key, []), *names]))
+        out["dependentRequired"] = merged
+    for kw in ("dependentSchemas", "dependencies"):
+        if isinstance(out.get(kw), dict) and isinstance(b.get(kw), dict):
+            both = dict(out[kw])
+            for key, v in b.pop(kw).items():
+                if key not in both:
+                    both[key] = v
+                elif isinstance(both[key], list) and isinstance(v, list):
+                    both[key] = list(dict.fromkeys([*both[key], *v]))
+                else:
+                    as_schema = [{"required": x} if isinstance(x, list) else x for x in (both[key], v)]
+                    both[key] = _all_of(*as_schema)
+            out[kw] = both
+    if unmerged:
+        out[_UNMERGED] = unmerged
 
 
 def _all_of(x: Any, y: Any) -> Any:
