@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import corral
+import corral.generation.backends
 from corral import models
 
 
@@ -36,3 +37,15 @@ def llama32() -> corral.Tokenizer:
 @pytest.fixture(scope="session")
 def gemma3() -> corral.Tokenizer:
     return _load(models.gemma3_gguf_path, "gguf", corral.Tokenizer.from_gguf)
+
+
+@pytest.fixture(scope="session")
+def smol_model() -> corral.generation.backends.Backend:
+    """SmolLM2-135M-Instruct under transformers (converted once into the corral cache)."""
+    try:
+        models.smollm2_gguf_path()
+    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
+        pytest.skip(str(e))
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    return corral.load_model(backend="transformers", verbose=False)

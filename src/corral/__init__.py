@@ -25,6 +25,16 @@ from corral.errors import (
     TokenizerError,
     UnsupportedSchemaError,
 )
+from corral.generation import (
+    BudgetError,
+    GenerationResult,
+    SamplingParams,
+    TextStream,
+    generate,
+    load_model,
+    stream,
+)
+from corral.generation.logits_processor import CorralLogitsProcessor
 from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
 from corral.tokenizer import Tokenizer
 
@@ -32,6 +42,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "BudgetError",
+    "CorralLogitsProcessor",
+    "GenerationResult",
+    "SamplingParams",
+    "TextStream",
+    "generate",
+    "load_model",
+    "stream",
     "CompileError",
     "CompiledGrammar",
     "CorralError",

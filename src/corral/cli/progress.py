@@ -1,0 +1,37 @@
+"""A progress bar on stderr for batch jobs (tqdm when installed, else a plain counter)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+class Progress:
+    def __init__(self, total: int, desc: str, enabled: bool = True) -> None:
+        self.total = total
+        self.done = 0
+        self.desc = desc
+        self.enabled = enabled and total > 1
+        self._bar: Any = None
+        if self.enabled:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, desc=desc, unit="item", file=sys.stderr)
+            except ImportError:
+                pass
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(n)
+        else:
+            print(f"\r{self.desc}: {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)

@@ -1,0 +1,281 @@
+"""``corral.generate`` / ``corral.stream``: constrained generation with a real model.
+
+Example (needs ``corral[hf]`` and the bundled model)::
+
+    model = corral.load_model()                      # SmolLM2-135M-Instruct, offline
+    r = corral.generate(model, "Name a colour as JSON.",
+                        schema={"type": "object", "properties": {"colour": {"type": "string"}},
+                                "required": ["colour"]})
+    r.value        # {'colour': 'blue'}  — always parses and validates
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.errors import CorralError
+from corral.generation.backends.base import Backend, Prompt
+from corral.generation.constraint import Constraint, make_constraint
+from corral.generation.decode import RowOutput, TextCallback, decode
+from corral.generation.loading import load_model
+from corral.generation.sampling import SamplingParams
+from corral.schema import OutputValidationError
+
+__all__ = ["GenerationResult", "generate", "stream", "TextStream", "as_backend"]
+
+
+@dataclass
+class GenerationResult:
+    """One generated output.
+
+    Attributes
+    ----------
+    text : str
+        The output text.
+    value : Any
+        The parsed output: a Pydantic instance (when a model was given), a JSON value
+        (schemas, JSON mode), the chosen string (choices) or the text (regex, grammar); None
+        for free generation or when ``error`` is set.
+    error : str or None
+        Why the output did not parse/validate (only possible for keywords the schema report
+        lists as checked after decoding, or free generation), else None.
+    stop_reason : str
+        "complete" (the model or the constraint ended it), "max_tokens" (the budget ran out;
+        constrained output is still complete and valid), or "error".
+    truncated : bool
+        True when the output was finished early with the shortest valid completion so that it
+        fits ``max_new_tokens``.
+    prompt_tokens, completion_tokens : int
+        Token counts.
+    forward_passes : int
+        Model forward passes this output took (jump-ahead appends forced tokens without one).
+    forced_tokens : int
+        Tokens appended by jump-ahead.
+    timing : dict
+        Seconds: ``compile`` (constraint), ``decode`` (the whole batch), ``forward``, ``mask``
+        (mask computation and bookkeeping), ``total``.
+    """
+
+    text: str
+    value: Any
+    error: str | None
+    stop_reason: str
+    truncated: bool
+    prompt_tokens: int
+    completion_tokens: int
+    forward_passes: int
+    forced_tokens: int
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        """Did the output parse (and validate, for a schema)?"""
+        return self.error is None
+
+
+def as_backend(model: Any, tokenizer: Any = None) -> Backend:
+    """A corral backend from what the user has: a Backend, a path (loaded once and kept), or a
+    transformers model plus its tokenizer."""
+    if isinstance(model, Backend):
+        return model
+    if model is None or isinstance(model, (str, os.PathLike)):
+        key = str(model)
+        if key not in _LOADED:
+            _LOADED[key] = load_model(model)
+        return _LOADED[key]
+    if hasattr(model, "config") and hasattr(model, "forward"):
+        if tokenizer is None:
+            raise TypeError("a transformers model needs its tokenizer: generate(model, ..., tokenizer=tok)")
+        from corral.generation.backends.hf import TransformersBackend
+
+        return TransformersBackend(model, tokenizer)
+    raise TypeError(f"cannot generate with a {type(model).__name__}: pass corral.load_model(...) or a path")
+
+
+_LOADED: dict[str, Backend] = {}
+
+
+def _is_single(prompt: Any) -> bool:
+    if isinstance(prompt, str):
+        return True
+    if isinstance(prompt, Sequence) and prompt and all(isinstance(m, Mapping) for m in prompt):
+        return True  # one chat
+    return False
+
+
+def generate(
+    model: Any,
+    prompt: Prompt | Sequence[Prompt],
+    *,
+    schema: Any = None,
+    regex: str | None = None,
+    grammar: Any = None,
+    choices: Sequence[str] | None = None,
+    json: bool = False,
+    tokenizer: Any = None,
+    max_new_tokens: int = 512,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    top_k: int = 0,
+    seed: int | None = None,
+    jump_ahead: bool = True,
+    chat: bool | None = None,
+    schema_options: dict[str, Any] | None = None,
+    on_text: TextCallback | None = None,
+) -> Any:
+    """Generate output constrained by one constraint, for one prompt or a batch.
+
+    Parameters
+    ----------
+    model
+        A backend from :func:`corral.load_model`, a model path, or a transformers model (with
+        ``tokenizer=``).
+    prompt
+        Text, chat messages (``[{"role": "user", "content": ...}]``), or a list of either for a
+        batch (decoded together, one forward pass per step for the whole batch).
+    schema, regex, grammar, choices, json
+        The constraint — at most one: a JSON Schema (dict/text) or Pydantic model/type; a
+        regular expression (full match); grammar text (GBNF + ``/regex/``) or a compiled
+        grammar; a list of allowed strings; or ``json=True`` for any JSON value. None of them:
+        free generation.
+    max_new_tokens
+        Output budget. Constrained output is steered to finish within it, valid; if even the
+        shortest valid output cannot fit, :class:`corral.BudgetError` is raised before decoding.
+    temperature, top_p, top_k, seed
+        Sampling (temperature 0 = greedy); applied after the mask.
+    jump_ahead
+        Append the tokens the constraint forces without a forward pass each.
+    chat
+        Render text prompts with the model's chat template (default: when it has one).
+    schema_options
+        Options for :func:`corral.compile_json_schema` (whitespace, extra_properties, ...).
+        Generation defaults to ``whitespace="pretty"`` (indent 2, the layout forced).
+    on_text
+        ``on_text(row, delta)`` is called with each new piece of text (streaming).
+
+    Returns
+    -------
+    GenerationResult, or a list of them for a batch (in prompt order).
+    """
+    t0 = time.perf_counter()
+    backend = as_backend(model, tokenizer)
+    single = _is_single(prompt)
+    prompts: list[Prompt] = [prompt] if single else list(prompt)  # type: ignore[list-item,arg-type]
+    if not prompts:
+        return []
+    params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
+    if schema is not None or json:
+        # Generation default: the json.dumps(indent=2) layout small instruct models write
+        # anyway, fully dictated by the grammar, so jump-ahead skips every layout token.
+        schema_options = {"whitespace": "pretty", **(schema_options or {})}
+    constraint = make_constraint(
+        backend.tokenizer,
+        schema=schema,
+        regex=regex,
+        grammar=grammar,
+        choices=choices,
+        json_mode=json,
+        schema_options=schema_options,
+    )
+    t_compile = time.perf_counter() - t0
+    ids = [backend.render(p, chat=chat) for p in prompts]
+    for i, p in enumerate(ids):
+        if len(p) + max_new_tokens > backend.context_length:
+            where = "" if single else f"prompt {i}: "
+            raise CorralError(
+                f"{where}{len(p)} prompt tokens + max_new_tokens={max_new_tokens} exceed the "
+                f"model's context of {backend.context_length} tokens"
+            )
+    grammar_c = constraint.grammar if constraint is not None else None
+    outs, stats = decode(
+        backend,
+        ids,
+        [grammar_c] * len(ids),
+        max_new_tokens=max_new_tokens,
+        params=params,
+        jump_ahead=jump_ahead,
+        on_text=on_text,
+    )
+    timing = {
+        "compile": t_compile,
+        "decode": stats.total_s,
+        "forward": stats.forward_s,
+        "mask": stats.mask_s,
+        "total": time.perf_counter() - t0,
+    }
+    results = [_result(backend, constraint, o, timing) for o in outs]
+    return results[0] if single else results
+
+
+def _result(
+    backend: Backend, constraint: Constraint | None, out: RowOutput, timing: dict[str, float]
+) -> GenerationResult:
+    text = backend.tokenizer.decode(out.tokens).decode("utf-8", errors="replace")
+    value: Any = None
+    error: str | None = out.error or None
+    if constraint is not None and error is None:
+        try:
+            value = constraint.parse(text)
+        except OutputValidationError as e:
+            error = str(e)
+    return GenerationResult(
+        text=text,
+        value=value,
+        error=error,
+        stop_reason=out.stop_reason,
+        truncated=out.truncated,
+        prompt_tokens=out.prompt_tokens,
+        completion_tokens=len(out.tokens),
+        forward_passes=out.forward_passes,
+        forced_tokens=out.forced_tokens,
+        timing=dict(timing),
+    )
+
+
+class TextStream:
+    """Iterator over the text deltas of one generation; ``.result`` holds the
+    :class:`GenerationResult` once the iteration ends. Decoding runs in a background thread."""
+
+    def __init__(self, run: Any) -> None:
+        self._q: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.result: GenerationResult | None = None
+
+        def target() -> None:
+            try:
+                r = run(lambda _row, delta: self._q.put(("text", delta)))
+                self._q.put(("done", r))
+            except BaseException as e:  # handed to the consumer, re-raised there
+                self._q.put(("error", e))
+
+        self._thread = threading.Thread(target=target, daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            kind, payload = self._q.get()
+            if kind == "text":
+                yield payload
+            elif kind == "done":
+                self.result = payload
+                return
+            else:
+                raise payload
+
+
+def stream(model: Any, prompt: Prompt, **kwargs: Any) -> TextStream:
+    """Like :func:`generate` for one prompt, but returns an iterator of text deltas as they are
+    decoded; the final :class:`GenerationResult` is ``stream.result`` after the loop.
+
+    >>> s = corral.stream(model, "Say hi", regex="[A-Za-z ]{1,20}")  # doctest: +SKIP
+    >>> for delta in s: print(delta, end="")                          # doctest: +SKIP
+    """
+    if not _is_single(prompt):
+        raise TypeError("stream() takes one prompt; use generate(..., on_text=...) for a batch")
+    backend = as_backend(model, kwargs.pop("tokenizer", None))
+    return TextStream(lambda cb: generate(backend, prompt, on_text=cb, **kwargs))

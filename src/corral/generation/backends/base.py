@@ -1,0 +1,65 @@
+"""What a decode loop needs from a model: prompt rendering and batched forward passes.
+
+A :class:`Backend` wraps one loaded model (transformers, llama.cpp, ...). A :class:`Batch` is
+the KV cache of a set of sequences decoded together. Each :meth:`Batch.forward` call appends a
+chunk of tokens to every live row — one token for a sampled step, several when jump-ahead
+appends forced tokens or at prefill — and returns the logits after each row's last token, so
+forced tokens cost one forward pass however many there are.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from corral.tokenizer import Tokenizer
+
+__all__ = ["Backend", "Batch", "Prompt"]
+
+# A prompt: plain text, or chat messages ({"role": ..., "content": ...}) for the chat template.
+Prompt = str | Sequence[Mapping[str, Any]]
+
+
+class Batch(ABC):
+    """The decoding state (KV cache) of a batch of sequences."""
+
+    @abstractmethod
+    def forward(self, chunks: Sequence[Sequence[int]]) -> Any:
+        """Append ``chunks[i]`` (at least one token) to row ``i`` and return a float32 torch
+        tensor ``(rows, width)`` of the logits that follow each row's last token."""
+
+    @abstractmethod
+    def keep(self, rows: Sequence[int]) -> None:
+        """Keep only the given rows (in this order), dropping finished sequences so they stop
+        costing compute."""
+
+
+class Backend(ABC):
+    """A loaded causal language model that corral can decode with."""
+
+    #: Short backend name ("transformers", "llama.cpp").
+    name: str
+    #: The model's vocabulary as a corral tokenizer; its width equals the logits width.
+    tokenizer: Tokenizer
+    #: Longest sequence (prompt + output) the model accepts.
+    context_length: int
+    #: Where the model came from (a path), for messages and results.
+    source: str
+
+    @property
+    def has_chat_template(self) -> bool:
+        return False
+
+    @abstractmethod
+    def render(self, prompt: Prompt, *, chat: bool | None = None) -> list[int]:
+        """Token ids of a prompt. Messages always use the chat template; plain text uses it
+        (as one user message) when ``chat`` is true, or when ``chat`` is None and the model has
+        one; otherwise the text is tokenized as is."""
+
+    @abstractmethod
+    def new_batch(self) -> Batch:
+        """An empty batch (rows are created by the first :meth:`Batch.forward`)."""
+
+    def describe(self) -> str:
+        return f"{self.name}:{self.source}"

@@ -1,0 +1,164 @@
+"""Hugging Face transformers backend: a causal LM with a KV cache, batched with padding.
+
+Each forward call left-pads the rows' chunks to a common length and passes an explicit
+``attention_mask`` (pads masked out, wherever they fall in the cache) and ``position_ids`` (each
+row's own positions), so rows of different lengths — and jump-ahead chunks of different sizes —
+share one forward pass and still compute exactly what they would alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from corral.errors import CorralError
+from corral.generation.backends.base import Backend, Batch, Prompt
+from corral.tokenizer import Tokenizer
+
+__all__ = ["TransformersBackend"]
+
+
+class TransformersBackend(Backend):
+    """Decode with a transformers ``PreTrainedModel`` (causal LM) and its fast tokenizer.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal language model (``AutoModelForCausalLM``), on any device.
+    hf_tokenizer : transformers.PreTrainedTokenizerFast
+        Its tokenizer.
+    source : str
+        Where it came from (for messages).
+    """
+
+    name = "transformers"
+
+    def __init__(self, model: Any, hf_tokenizer: Any, source: str = "") -> None:
+        import torch
+
+        self.model = model.eval()
+        self.hf_tokenizer = hf_tokenizer
+        self.source = source or str(getattr(model, "name_or_path", "") or "model")
+        out = model.get_output_embeddings()
+        width = int(out.weight.shape[0]) if out is not None else int(model.config.vocab_size)
+        size = len(hf_tokenizer)
+        if size > width:
+            raise CorralError(
+                f"tokenizer does not match the model: {size} tokens but the model produces {width} logits"
+            )
+        eos = _eos_ids(model, hf_tokenizer)
+        self.tokenizer = Tokenizer.from_hf(hf_tokenizer, width=width, eos_ids=eos or None)
+        cfg = model.config
+        self.context_length = int(
+            getattr(cfg, "max_position_embeddings", 0) or getattr(hf_tokenizer, "model_max_length", 2048)
+        )
+        self.device = next(model.parameters()).device
+        self._pad = int(
+            hf_tokenizer.pad_token_id if hf_tokenizer.pad_token_id is not None else eos[0] if eos else 0
+        )
+        self._torch = torch
+        # transformers 5.2x renamed `past_key_values` to `cache` (argument and output field).
+        params = inspect.signature(model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.hf_tokenizer, "chat_template", None))
+
+    def render(self, prompt: Prompt, *, chat: bool | None = None) -> list[int]:
+        tok = self.hf_tokenizer
+        if isinstance(prompt, str):
+            use_chat = self.has_chat_template if chat is None else chat
+            if not use_chat:
+                return [int(i) for i in tok(prompt, add_special_tokens=True)["input_ids"]]
+            messages: Sequence[Any] = [{"role": "user", "content": prompt}]
+        else:
+            messages = prompt
+        if not self.has_chat_template:
+            raise CorralError(f"model {self.source} has no chat template: pass the prompt as text")
+        text = tok.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        return [int(i) for i in tok(text, add_special_tokens=False)["input_ids"]]
+
+    def new_batch(self) -> Batch:
+        return _HFBatch(self)
+
+
+def _eos_ids(model: Any, hf_tokenizer: Any) -> list[int]:
+    """End-of-sequence ids: the generation config's (instruct models often list the chat
+    end-of-turn token there) plus the tokenizer's."""
+    ids: list[int] = []
+    gen = getattr(model, "generation_config", None)
+    for source in (getattr(gen, "eos_token_id", None), getattr(hf_tokenizer, "eos_token_id", None)):
+        if source is None:
+            continue
+        for i in source if isinstance(source, (list, tuple)) else [source]:
+            if int(i) not in ids:
+                ids.append(int(i))
+    return ids
+
+
+class _HFBatch(Batch):
+    def __init__(self, backend: TransformersBackend) -> None:
+        self.b = backend
+        self.cache: Any = None
+        self.mask: Any = None  # (rows, cached length) 1 = real token, 0 = pad
+        self.pos: Any = None  # (rows,) position of each row's next token
+
+    def forward(self, chunks: Sequence[Sequence[int]]) -> Any:
+        torch = self.b._torch
+        rows = len(chunks)
+        n = max(len(c) for c in chunks)
+        if min(len(c) for c in chunks) < 1:
+            raise ValueError("every row needs at least one new token")
+        ids = torch.full((rows, n), self.b._pad, dtype=torch.long)
+        chunk_mask = torch.zeros((rows, n), dtype=torch.long)
+        for i, c in enumerate(chunks):
+            ids[i, n - len(c) :] = torch.tensor(list(c), dtype=torch.long)
+            chunk_mask[i, n - len(c) :] = 1
+        if self.pos is None:
+            self.pos = torch.zeros(rows, dtype=torch.long)
+            self.mask = torch.zeros((rows, 0), dtype=torch.long)
+        positions = (self.pos[:, None] + torch.cumsum(chunk_mask, dim=1) - 1).clamp_(min=0)
+        mask = torch.cat([self.mask, chunk_mask], dim=1)
+        dev = self.b.device
+        with torch.no_grad():
+            out = self.b.model(
+                input_ids=ids.to(dev),
+                attention_mask=mask.to(dev),
+                position_ids=positions.to(dev),
+                use_cache=True,
+                logits_to_keep=1,
+                **{self.b._cache_arg: self.cache},
+            )
+        self.cache = getattr(out, self.b._cache_arg)
+        self.mask = mask
+        self.pos = self.pos + chunk_mask.sum(dim=1)
+        return out.logits[:, -1, :].float()
+
+    def keep(self, rows: Sequence[int]) -> None:
+        if self.pos is None or list(rows) == list(range(self.pos.shape[0])):
+            return
+        torch = self.b._torch
+        index = torch.tensor(list(rows), dtype=torch.long)
+        self.cache.batch_select_indices(index.to(self.b.device))
+        self.mask = self.mask[index]
+        self.pos = self.pos[index]
+        # Columns that are padding in every remaining row carry nothing: trim leading ones.
+        live = self.mask.any(dim=0).nonzero()
+        start = int(live[0]) if live.numel() else 0
+        if start > 0 and _trim_cache_front(self.cache, start):
+            self.mask = self.mask[:, start:]
+
+
+def _trim_cache_front(cache: Any, start: int) -> bool:
+    """Drop the first ``start`` cached positions of every layer (they are padding in all rows);
+    False when the cache is of a kind this does not know how to trim."""
+    layers = getattr(cache, "layers", None)
+    if not layers or any(type(layer).__name__ != "DynamicLayer" for layer in layers):
+        return False  # sliding-window or quantized layers keep their own bookkeeping
+    for layer in layers:
+        if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            layer.keys = layer.keys[:, :, start:, :]
+            layer.values = layer.values[:, :, start:, :]
+    return True
