@@ -3,7 +3,8 @@
 // In:  UTF-8 text in llama.cpp GBNF syntax (`name ::= alternatives`, `|`, grouping, `* + ?`,
 //      `{m}` `{m,}` `{m,n}`, "literals" with escapes, [classes] with ranges/negation/escapes,
 //      `.`, `# comments`) extended with `/regex/` terminals in Python `re` syntax (`/regex/j`:
-//      over decoded JSON string contents, matched in their encoded form) and the language
+//      over decoded JSON string contents, matched in every encoded form; `/regex/c`: only in
+//      the canonical form of json.dumps(s, ensure_ascii=False)) and the language
 //      operators `A & B` (intersection) and `A - B` (difference), which bind looser than
 //      concatenation and tighter than `|`, and whose operands must be regular.
 // Out: one expression tree per rule (RuleRef nodes point into the rule table).
@@ -11,6 +12,7 @@
 // is bounded by Limits::max_nesting so hostile input cannot overflow the stack.
 // A rule body may span lines; it ends where the next `name ::=` starts (GBNF is stricter; this
 // is a superset).
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -459,24 +461,37 @@ class GrammarParser {
     }
     std::string_view pattern = s_.substr(body, pos_ - body);
     ++pos_;  // closing /
-    // Flags: letters right after the closing `/`. `j`: the regex describes decoded JSON string
-    // contents and matches their JSON-encoded spelling (json_string.hpp).
-    bool json = false;
-    while (!at_end() && ((peek() >= 'a' && peek() <= 'z') || (peek() >= 'A' && peek() <= 'Z'))) {
-      if (peek() != 'j')
-        fail_at(pos_, std::string("unknown regex flag `") + static_cast<char>(peek()) +
-                          "` (the only flag is `j`: /regex/j matches JSON-encoded string contents)");
-      if (json) fail_at(pos_, "regex flag `j` given twice");
-      json = true;
-      ++pos_;
-    }
+    std::optional<JsonEscapes> json = parse_regex_flags();
     NodePtr n;
     try {
       n = parse_regex(pattern, limits_);
     } catch (const CompileError& e) {
       fail_at(body + e.offset(), "in /regex/: " + e.bare_message());
     }
-    return json ? json_string_content(n, limits_) : n;
+    return json ? json_string_content(n, limits_, *json) : n;
+  }
+
+  // Flags: letters right after a regex terminal's closing `/`. Each makes the regex describe
+  // decoded JSON string contents, matched in their encoded spelling (json_string.hpp): `j` every
+  // spelling, `c` only the canonical one. They are alternatives, so at most one may be given.
+  std::optional<JsonEscapes> parse_regex_flags() {
+    std::optional<JsonEscapes> json;
+    while (!at_end() && ((peek() >= 'a' && peek() <= 'z') || (peek() >= 'A' && peek() <= 'Z'))) {
+      const char flag = static_cast<char>(peek());
+      if (flag != 'j' && flag != 'c')
+        fail_at(pos_, std::string("unknown regex flag `") + flag +
+                          "` (the flags are `j`: /regex/j matches every JSON spelling of string "
+                          "contents, and `c`: /regex/c only their canonical spelling)");
+      const JsonEscapes mode = flag == 'j' ? JsonEscapes::Any : JsonEscapes::Canonical;
+      if (json) {
+        if (*json == mode) fail_at(pos_, std::string("regex flag `") + flag + "` given twice");
+        fail_at(pos_, "regex flags `j` and `c` exclude each other (every JSON spelling, or only "
+                      "the canonical one)");
+      }
+      json = mode;
+      ++pos_;
+    }
+    return json;
   }
 
   // ---- operands of `&` / `-` must be regular ----------------------------------------------
@@ -490,7 +505,7 @@ class GrammarParser {
     while (!stack.empty()) {
       const Node* n = stack.back();
       stack.pop_back();
-      if (!operand_seen_.insert(n).second) continue;  // regex and `/…/j` trees share subtrees
+      if (!operand_seen_.insert(n).second) continue;  // regex and `/…/j` `/…/c` trees share subtrees
       for (const auto& k : n->kids) stack.push_back(k.get());
       if (n->kind != NodeKind::RuleRef) continue;
       std::string why = n->rule < 0 ? "it names the token " + ast_.tokens[token_ref_index(n->rule)].text

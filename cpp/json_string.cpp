@@ -3,9 +3,13 @@
 // One decoded character of a set S is spelled as
 //   raw                          S − {`"`, `\`, U+0000..U+001F}
 //   | `\` ( short               members of S among " \ / b f n r t
-//         | `u` ( hex4(S ∩ BMP)                                  — \uXXXX
-//               | hex4(highs) `\u` hex4(lows) ... ) )            — surrogate pairs for S ∩ astral
-// hex4(V) is the exact regex for a set V of 16-bit values written as 4 hex digits of either case:
+//         | `u` ( hex4(U ∩ BMP)                                  — \uXXXX
+//               | hex4(highs) `\u` hex4(lows) ... ) )            — surrogate pairs for U ∩ astral
+// where U, the characters spelled with `\u`, is all of S in JsonEscapes::Any. The canonical
+// mode (json.dumps(s, ensure_ascii=False)) is the same construction with fewer choices: no `\/`,
+// U = S's controls that have no short escape, and hex digits in lower case only. Since every
+// character then has exactly one spelling, the raw, short and `\u` parts never overlap.
+// hex4(V) is the exact regex for a set V of 16-bit values written as 4 hex digits (either case):
 // a trie over hex digit positions in which the digits whose remaining sets are equal share one
 // branch (their digit classes merge), and a full remaining block is `[0-9A-Fa-f]{k}`. Astral
 // members are grouped by the set of low surrogates that follows each high surrogate, so a range
@@ -38,8 +42,9 @@ struct HexKeyLess {
   }
 };
 
-// The hex digit characters for the digit values in `mask` (bit d = digit d), both cases.
-CharSet hex_digit_class(std::uint32_t mask) {
+// The hex digit characters for the digit values in `mask` (bit d = digit d): lower case, plus
+// upper case unless `lower_only` (Python's json writes `\u001f`, never `\u001F`).
+CharSet hex_digit_class(std::uint32_t mask, bool lower_only) {
   CharSet cs;
   for (std::uint32_t d = 0; d < 16; ++d) {
     if (!(mask & (1u << d))) continue;
@@ -47,17 +52,53 @@ CharSet hex_digit_class(std::uint32_t mask) {
       cs.add('0' + d, '0' + d);
     } else {
       cs.add('a' + d - 10, 'a' + d - 10);
-      cs.add('A' + d - 10, 'A' + d - 10);
+      if (!lower_only) cs.add('A' + d - 10, 'A' + d - 10);
     }
   }
   return cs;
 }
 
+// a ∩ b (CharSet keeps its ranges sorted and disjoint, so one merge pass).
+CharSet charset_and(const CharSet& a, const CharSet& b) {
+  CharSet out;
+  const auto& x = a.ranges();
+  const auto& y = b.ranges();
+  std::size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    const std::uint32_t lo = std::max(x[i].lo, y[j].lo), hi = std::min(x[i].hi, y[j].hi);
+    if (lo <= hi) out.add(lo, hi);
+    if (x[i].hi < y[j].hi) ++i; else ++j;
+  }
+  return out;
+}
+
+CharSet charset_and_not(const CharSet& a, const CharSet& b) { return charset_and(a, b.negated()); }
+
+// The characters JSON forbids raw inside a string: `"`, `\` and the C0 controls.
+const CharSet& must_escape() {
+  static const CharSet cs = [] {
+    CharSet c = CharSet::range(0, 0x1F);
+    c.add('"', '"');
+    c.add('\\', '\\');
+    return c;
+  }();
+  return cs;
+}
+
+// Short escapes: decoded character -> the letter after `\`.
+struct ShortEscape {
+  std::uint32_t cp;
+  char letter;
+};
+constexpr ShortEscape kShort[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {0x08, 'b'},
+                                  {0x0C, 'f'}, {0x0A, 'n'}, {0x0D, 'r'}, {0x09, 't'}};
+
 NodePtr lit(char c) { return make_chars(CharSet::single(static_cast<std::uint8_t>(c))); }
 
 class JsonStringBuilder {
  public:
-  explicit JsonStringBuilder(const Limits& limits) : limits_(limits) {}
+  JsonStringBuilder(const Limits& limits, JsonEscapes escapes)
+      : limits_(limits), canonical_(escapes == JsonEscapes::Canonical) {}
 
   NodePtr transform(const NodePtr& n) {
     auto it = node_memo_.find(n.get());
@@ -83,7 +124,8 @@ class JsonStringBuilder {
         out = make_repeat(transform(n->kids[0]), n->min, n->max, n->pos);
         break;
       // Exact because decoding is a function: the encodings of A ∩ B are the encodings of A
-      // that are also encodings of B (likewise for A − B).
+      // that are also encodings of B (likewise for A − B). This holds in both modes (the
+      // canonical encodings are a subset of all encodings, each decoding to one string).
       case NodeKind::Intersect: {
         std::vector<NodePtr> kids;
         for (const auto& k : n->kids) kids.push_back(transform(k));
@@ -116,24 +158,24 @@ class JsonStringBuilder {
   NodePtr build_chars(const CharSet& s) {
     if (s.empty()) return make_chars(CharSet());
     std::vector<NodePtr> top;
-    // Raw: everything but the characters JSON requires to be escaped.
-    CharSet must_escape = CharSet::range(0, 0x1F);
-    must_escape.add('"', '"');
-    must_escape.add('\\', '\\');
-    CharSet raw = charset_and_not(s, must_escape);
+    // Raw: everything but the characters JSON requires to be escaped (in both modes).
+    CharSet raw = charset_and_not(s, must_escape());
     if (!raw.empty()) top.push_back(make_chars(raw));
 
     std::vector<NodePtr> after_backslash;
-    static const std::pair<std::uint32_t, char> kShort[] = {
-        {'"', '"'}, {'\\', '\\'}, {'/', '/'}, {0x08, 'b'}, {0x0C, 'f'}, {0x0A, 'n'}, {0x0D, 'r'}, {0x09, 't'}};
-    CharSet short_cs;
-    for (const auto& e : kShort)
-      if (s.contains(e.first)) short_cs.add(static_cast<std::uint8_t>(e.second), static_cast<std::uint8_t>(e.second));
+    CharSet short_cs, short_decoded;
+    for (const auto& e : kShort) {
+      // `/` is never escaped canonically: it may be written raw.
+      if (!s.contains(e.cp) || (canonical_ && e.cp == '/')) continue;
+      short_cs.add(static_cast<std::uint8_t>(e.letter), static_cast<std::uint8_t>(e.letter));
+      short_decoded.add(e.cp, e.cp);
+    }
     if (!short_cs.empty()) after_backslash.push_back(make_chars(short_cs));
 
     std::vector<NodePtr> after_u;
     Ranges bmp, astral;
-    for (const auto& r : s.ranges()) {
+    const CharSet u = u_escaped(s, short_decoded);  // named: ranges() of a temporary would dangle
+    for (const auto& r : u.ranges()) {
       if (r.lo <= 0xFFFF) bmp.push_back({r.lo, std::min<std::uint32_t>(r.hi, 0xFFFF)});
       if (r.hi >= 0x10000) astral.push_back({std::max<std::uint32_t>(r.lo, 0x10000), r.hi});
     }
@@ -145,25 +187,19 @@ class JsonStringBuilder {
     return make_alt(std::move(top));
   }
 
-  static CharSet charset_and_not(const CharSet& a, const CharSet& b) {
-    // a ∩ ¬b without depending on unexported helpers.
-    CharSet nb = b.negated();
-    CharSet out;
-    const auto& x = a.ranges();
-    const auto& y = nb.ranges();
-    std::size_t i = 0, j = 0;
-    while (i < x.size() && j < y.size()) {
-      std::uint32_t lo = std::max(x[i].lo, y[j].lo), hi = std::min(x[i].hi, y[j].hi);
-      if (lo <= hi) out.add(lo, hi);
-      if (x[i].hi < y[j].hi) ++i; else ++j;
-    }
-    return out;
+  // The members of `s` that are spelled `\uXXXX` (or as a surrogate pair): all of them when any
+  // spelling is allowed; canonically only the controls without a short escape (`short_decoded`).
+  CharSet u_escaped(const CharSet& s, const CharSet& short_decoded) const {
+    if (!canonical_) return s;
+    return charset_and_not(charset_and(s, CharSet::range(0, 0x1F)), short_decoded);
   }
 
-  // `[0-9A-Fa-f]{n}`, shared per n.
+  CharSet digits(std::uint32_t mask) const { return hex_digit_class(mask, canonical_); }
+
+  // `[0-9A-Fa-f]{n}` (`[0-9a-f]{n}` canonically), shared per n.
   NodePtr any_hex(int n) {
     NodePtr& slot = any_hex_[n];
-    if (!slot) slot = make_repeat(make_chars(hex_digit_class(0xFFFF)), static_cast<std::uint32_t>(n),
+    if (!slot) slot = make_repeat(make_chars(digits(0xFFFF)), static_cast<std::uint32_t>(n),
                                   static_cast<std::uint32_t>(n));
     return slot;
   }
@@ -182,7 +218,7 @@ class JsonStringBuilder {
       std::uint32_t mask = 0;
       for (const auto& r : rs)
         for (std::uint32_t d = r.lo; d <= r.hi; ++d) mask |= 1u << d;
-      out = make_chars(hex_digit_class(mask));
+      out = make_chars(digits(mask));
     } else {
       const std::uint32_t sub = size / 16;
       Ranges parts[16];
@@ -207,7 +243,7 @@ class JsonStringBuilder {
       }
       std::vector<NodePtr> alts;
       for (const auto& g : groups)
-        alts.push_back(make_concat({make_chars(hex_digit_class(g.first)), hex(*g.second, n - 1)}));
+        alts.push_back(make_concat({make_chars(digits(g.first)), hex(*g.second, n - 1)}));
       out = make_alt(std::move(alts));
     }
     hex_memo_.emplace(std::move(key), out);
@@ -248,6 +284,7 @@ class JsonStringBuilder {
   }
 
   const Limits& limits_;
+  const bool canonical_;  // JsonEscapes::Canonical; the memos below hold this mode's trees only
   std::unordered_map<const Node*, NodePtr> node_memo_;
   std::map<Ranges, NodePtr, RangesLess> chars_memo_;
   std::map<std::pair<int, Ranges>, NodePtr, HexKeyLess> hex_memo_;
@@ -256,21 +293,22 @@ class JsonStringBuilder {
 
 }  // namespace
 
-NodePtr json_string_content(const NodePtr& decoded, const Limits& limits) {
-  JsonStringBuilder b(limits);
+NodePtr json_string_content(const NodePtr& decoded, const Limits& limits, JsonEscapes escapes) {
+  JsonStringBuilder b(limits, escapes);
   return b.transform(decoded);
 }
 
-NodePtr json_string_chars(const CharSet& cs) {
+NodePtr json_string_chars(const CharSet& cs, JsonEscapes escapes) {
   Limits unlimited;
   unlimited.max_nfa_states = 0xFFFFFFFFu;
-  JsonStringBuilder b(unlimited);
+  JsonStringBuilder b(unlimited, escapes);
   return b.chars(cs);
 }
 
-NodePtr json_string_any_char() {
-  static const NodePtr any = json_string_chars(CharSet::any());
-  return any;
+NodePtr json_string_any_char(JsonEscapes escapes) {
+  static const NodePtr any = json_string_chars(CharSet::any(), JsonEscapes::Any);
+  static const NodePtr canonical = json_string_chars(CharSet::any(), JsonEscapes::Canonical);
+  return escapes == JsonEscapes::Canonical ? canonical : any;
 }
 
 }  // namespace corral

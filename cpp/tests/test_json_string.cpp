@@ -1,5 +1,6 @@
 // test_json_string.cpp — json_string_content: regexes over decoded JSON strings matched in their
-// encoded form (raw, short escapes, \uXXXX in either case, surrogate pairs), and the `/re/j` flag.
+// encoded form (raw, short escapes, \uXXXX in either case, surrogate pairs), and the `/re/j` flag;
+// the canonical mode (json.dumps(s, ensure_ascii=False) only) and the `/re/c` flag.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,10 +20,10 @@ using corral_test::full_match;
 
 namespace {
 
-Dfa compile_json(const std::string& pattern) {
+Dfa compile_json(const std::string& pattern, JsonEscapes escapes = JsonEscapes::Any) {
   Limits lim;
   Budget b(lim.max_compile_ms);
-  return Dfa::compile(json_string_content(parse_regex(pattern, lim), lim), lim, b);
+  return Dfa::compile(json_string_content(parse_regex(pattern, lim), lim, escapes), lim, b);
 }
 
 Dfa compile_tree(const NodePtr& n) {
@@ -187,4 +188,183 @@ TEST(json_string_grammar_flag) {
   parse_grammar_text("root ::= /ab/j\n", "root", limits);
   parse_grammar_text("root ::= (/ab/j)", "root", limits);
   parse_grammar_text("root ::= /ab/j|/c/", "root", limits);
+}
+
+// ---- canonical spelling (JsonEscapes::Canonical, `/re/c`) -------------------------------------
+
+namespace {
+
+// json.dumps(chr(cp), ensure_ascii=False)[1:-1]: the one spelling the canonical mode accepts.
+std::string canonical(std::uint32_t cp) {
+  switch (cp) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case 0x08: return "\\b";
+    case 0x0C: return "\\f";
+    case 0x0A: return "\\n";
+    case 0x0D: return "\\r";
+    case 0x09: return "\\t";
+    default: return cp < 0x20 ? u_escape(cp, false) : utf8(cp);
+  }
+}
+
+// Every JSON spelling of `cp` (raw where allowed, short escapes, \u in both cases, pairs).
+std::vector<std::string> all_spellings(std::uint32_t cp) {
+  std::vector<std::string> out;
+  if (!must_escape(cp)) out.push_back(utf8(cp));
+  static const std::vector<std::pair<std::uint32_t, const char*>> kShort = {
+      {'"', "\\\""}, {'\\', "\\\\"}, {'/', "\\/"}, {8, "\\b"},
+      {12, "\\f"},    {10, "\\n"},    {13, "\\r"},   {9, "\\t"}};
+  for (const auto& [c, esc] : kShort)
+    if (c == cp) out.push_back(esc);
+  if (cp <= 0xFFFF) {
+    out.push_back(u_escape(cp, false));
+    out.push_back(u_escape(cp, true));
+  } else {
+    for (bool hi : {false, true})
+      for (bool lo : {false, true}) out.push_back(pair_escape(cp, hi, lo));
+  }
+  return out;
+}
+
+// One character of `cs`, canonically: for every BMP and sampled astral code point, exactly the
+// canonical spelling of a member is accepted, and no other spelling of anything.
+void check_canonical_one_char(const CharSet& cs, const Dfa& d) {
+  std::vector<std::uint32_t> cps;
+  for (std::uint32_t cp = 0; cp <= 0xFFFF; ++cp)
+    if (cp < 0xD800 || cp > 0xDFFF) cps.push_back(cp);
+  for (std::uint32_t cp = 0x10000; cp <= 0x10FFFF; cp += 997) cps.push_back(cp);
+  for (const auto& r : cs.ranges())
+    for (std::uint32_t cp : {r.lo - 1, r.lo, r.hi, r.hi + 1})
+      if (cp >= 0x10000 && cp <= 0x10FFFF) cps.push_back(cp);
+  for (std::uint32_t cp : cps) {
+    const std::string canon = canonical(cp);
+    for (const std::string& s : all_spellings(cp)) {
+      const bool expected = s == canon && cs.contains(cp);
+      if (full_match(d, s) != expected)
+        std::fprintf(stderr, "  U+%04X spelled '%s': expected %d\n", static_cast<unsigned>(cp), s.c_str(),
+                     expected);
+      EXPECT_EQ(full_match(d, s), expected);
+    }
+  }
+  for (std::uint32_t unit : {0xD800u, 0xDBFFu, 0xDC00u, 0xDFFFu})  // lone surrogates
+    EXPECT(!full_match(d, u_escape(unit, false)));
+}
+
+}  // namespace
+
+TEST(json_string_canonical_table) {
+  struct Case {
+    const char* pattern;
+    std::vector<std::string> accept;
+    std::vector<std::string> reject;
+  };
+  const std::vector<Case> cases = {
+      {"[a-z]+", {"abc", "a"}, {"", "\\u0061bc", "\\u006A", "A"}},
+      {"arguments", {"arguments"}, {"a\\u0072g\\u0075ments", "argument"}},
+      {"a\"b", {"a\\\"b"}, {"a\\u0022b", "a\"b"}},
+      {"a\\\\b", {"a\\\\b"}, {"a\\u005cb", "a\\u005Cb", "a\\b"}},
+      {"a/b", {"a/b"}, {"a\\/b", "a\\u002fb"}},
+      {"\\n\\t\\r\\x08\\x0c",
+       {"\\n\\t\\r\\b\\f"},
+       {"\\u000a\\t\\r\\b\\f", "\\n\\u0009\\r\\b\\f", "\n\t\r\b\f"}},
+      {"\\x00\\x1f\\x0b\\x7f", {"\\u0000\\u001f\\u000b\x7f"},
+       {"\\u0000\\u001F\\u000b\x7f", "\\u0000\\u001f\\u000B\x7f", "\\u0000\\u001f\\u000b\\u007f",
+        std::string("\0\x1f\x0b\x7f", 4)}},
+      {".", {"x", "\\\"", "/", "\xc3\xa9", "\\t", "\xf0\x9f\x98\x80", "\x7f"},
+       {"\\/", "\\u00e9", "\\n", "\\uD83D\\uDE00", "\\ud83d\\ude00", "\\u0078"}},
+      {"(?s).", {"\\n", "\\u0000", "\xf4\x8f\xbf\xbf"}, {"\\u000a", "\\u000A", "\\udbff\\udfff", "\n"}},
+      {"[^\"]*", {"", "abc", "\\\\", "/", "\\n\xc3\xa9"}, {"\\\"", "\\u0022", "\\/"}},
+      {"", {""}, {"a", "\\u0000"}},
+  };
+  for (const auto& c : cases) {
+    Dfa d = compile_json(c.pattern, JsonEscapes::Canonical);
+    for (const auto& s : c.accept) {
+      if (!full_match(d, s)) std::fprintf(stderr, "  /%s/c should accept '%s'\n", c.pattern, s.c_str());
+      EXPECT(full_match(d, s));
+    }
+    for (const auto& s : c.reject) {
+      if (full_match(d, s)) std::fprintf(stderr, "  /%s/c should reject '%s'\n", c.pattern, s.c_str());
+      EXPECT(!full_match(d, s));
+    }
+  }
+}
+
+TEST(json_string_canonical_exact_for_classes) {
+  const char* patterns[] = {"[a-z]", ".", "[^\"]", "\\w", "[\\u00e9-\\u4e00]", "[😀-🙏]", "(?s).",
+                            "[\\x00-\\x20\\\\/\"]", "[\\x00-\\x1f]", "[\\x01\\x07\\x0b\\x1e]"};
+  Limits lim;
+  for (const char* p : patterns) {
+    NodePtr decoded = parse_regex(p, lim);
+    EXPECT(decoded->kind == NodeKind::Chars);
+    check_canonical_one_char(decoded->chars, compile_json(p, JsonEscapes::Canonical));
+  }
+}
+
+TEST(json_string_canonical_any_char) {
+  NodePtr any = json_string_any_char(JsonEscapes::Canonical);
+  EXPECT(any == json_string_any_char(JsonEscapes::Canonical));  // shared
+  EXPECT(any != json_string_any_char(JsonEscapes::Any));
+  EXPECT(json_string_any_char() == json_string_any_char(JsonEscapes::Any));
+  check_canonical_one_char(CharSet::any(), compile_tree(any));
+  Dfa two_three = compile_tree(make_repeat(any, 2, 3));
+  EXPECT(full_match(two_three, "\xf0\x9f\x98\x80\\n"));  // one astral character + one escape
+  EXPECT(!full_match(two_three, "\\uD83D\\uDE00\\n"));
+  EXPECT(!full_match(two_three, "\xf0\x9f\x98\x80"));
+  EXPECT(full_match(two_three, "\\u001f\\\\"));
+  EXPECT(compile_tree(json_string_chars(CharSet(), JsonEscapes::Canonical)).empty_language());
+  // Smaller than the any-spelling tree: no upper-case digits, no surrogate pairs.
+  EXPECT(estimate_nfa_size(any) < estimate_nfa_size(json_string_any_char()));
+  EXPECT(estimate_nfa_size(any) < 20);
+}
+
+TEST(json_string_canonical_grammar_flag) {
+  Limits limits;
+  Budget budget(limits.max_compile_ms);
+  auto build = [&](const std::string& text) {
+    return lower_grammar(parse_grammar_text(text, "root", limits), limits, budget);
+  };
+  auto accepts = [](const Grammar& g, const std::string& s) {
+    EarleyParser p(g, 100000);
+    for (char c : s)
+      if (!p.push_byte(static_cast<std::uint8_t>(c))) return false;
+    return p.accepting();
+  };
+  Grammar g = build("root ::= \"\\\"\" /[a-z\\/\"]+/c \"\\\"\"");
+  EXPECT(accepts(g, "\"a/b\""));
+  EXPECT(accepts(g, "\"a\\\"\""));
+  EXPECT(!accepts(g, "\"a\\/b\""));
+  EXPECT(!accepts(g, "\"a/\\u0062\""));
+  EXPECT(!accepts(g, "\"\""));
+  // The algebra composes as with `/…/j`, and `j`/`c` operands may be mixed: canonical ∩ any
+  // spelling is canonical.
+  Grammar inter = build("root ::= /[a-z]+/c & /.{0,3}/j");
+  EXPECT(accepts(inter, "abc"));
+  EXPECT(!accepts(inter, "abcd"));
+  EXPECT(!accepts(inter, "\\u0061"));
+  Grammar diff = build("root ::= /[a-z]{1,5}/c - /null|true/c");
+  EXPECT(accepts(diff, "nul"));
+  EXPECT(accepts(diff, "nulls"));
+  EXPECT(!accepts(diff, "null"));
+  EXPECT(!accepts(diff, "\\u006eull"));
+  Grammar diff2 = build("root ::= /(?s).*/c - /a.*/j");
+  EXPECT(accepts(diff2, "b\\n"));
+  EXPECT(!accepts(diff2, "a"));
+  EXPECT(!accepts(diff2, "\\u0062"));
+  for (const char* bad : {"root ::= /ab/cc", "root ::= /ab/jc", "root ::= /ab/cj", "root ::= /ab/ci"}) {
+    try {
+      parse_grammar_text(bad, "root", limits);
+      std::fprintf(stderr, "  should fail: %s\n", bad);
+      EXPECT(false);
+    } catch (const CompileError& e) {
+      EXPECT_EQ(e.column(), 15);
+    }
+  }
+  try {
+    parse_grammar_text("root ::= /ab/jc", "root", limits);
+  } catch (const CompileError& e) {
+    EXPECT(std::string(e.what()).find("exclude each other") != std::string::npos);
+  }
+  parse_grammar_text("root ::= /ab/c\n", "root", limits);
+  parse_grammar_text("root ::= (/ab/c)|/c/j", "root", limits);
 }
