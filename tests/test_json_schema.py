@@ -254,8 +254,15 @@ POST_CHECKED = [
     ({"type": "array", "uniqueItems": True}, [1, 1]),
     ({"type": "number", "multipleOf": 0.1}, 0.35),  # validators divide in floating point
     ({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 5),
-    ({"type": "string", "pattern": "^a", "maxLength": 2}, "abc"),
-    ({"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": True}, {"abc": 1}),
+    ({"type": "string", "pattern": "^a", "maxLength": 300}, "a" * 301),  # above the counted cap
+    (
+        {
+            "type": "object",
+            "propertyNames": {"anyOf": [{"maxLength": 2}, {"pattern": "^x"}]},
+            "additionalProperties": True,
+        },
+        {"abc": 1},
+    ),
 ]
 
 

@@ -566,3 +566,300 @@ def test_random_walks_validate(index: int, llama32: corral.Tokenizer) -> None:
         out, _ = random_walk(g, rng, max_steps=30, eos_weight=0.3)
         value = json.loads(out.decode())
         assert v.is_valid(value), (schema, out)
+
+
+# -- strings: length with pattern / format (one product automaton) ----------------------------------
+
+
+def _spelled(value: str, rng: random.Random) -> str:
+    """A JSON string literal for `value`, some characters as \\u escapes."""
+    out = []
+    for ch in value:
+        if ch in '"\\' or ord(ch) < 0x20 or rng.random() < 0.25:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _format_validator(schema: Any) -> Any:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+STRING_SCHEMAS = [
+    {"type": "string", "pattern": "^[a-c]+$", "maxLength": 3},
+    {"type": "string", "pattern": "b", "minLength": 2, "maxLength": 4},
+    {"type": "string", "pattern": "^a|c$", "minLength": 3},
+    {"type": "string", "format": "ipv4", "maxLength": 8},
+    {"type": "string", "format": "date", "pattern": "-0[1-3]-"},
+    {"type": "string", "format": "ipv4", "pattern": "^1", "minLength": 8, "maxLength": 9},
+    {"pattern": "^[ab]*$", "maxLength": 2, "minLength": 1},
+]
+
+
+@pytest.mark.parametrize("schema", STRING_SCHEMAS)
+def test_length_pattern_and_format_together_are_exact(schema: Any, tok: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema(schema, tok)
+    assert not g.report.post_checks, str(g.report)
+    v = _format_validator(schema)
+    rng = random.Random(json.dumps(schema))
+    values = ["", "a", "ab", "abc", "abcd", "cab", "bb", "aé", "a\nb", "1.2.3.4", "10.0.0.1", "1.2.3.40"]
+    values += ["2024-02-29", "2023-02-29", "2024-04-05", "2024-01-31", "192.168.0.1", "1.1.1.1"]
+    values += ["".join(rng.choice("abc1.0-") for _ in range(rng.randint(0, 6))) for _ in range(150)]
+    for value in values:
+        ok = v.is_valid(value)
+        for text in (json.dumps(value), json.dumps(value, ensure_ascii=False), _spelled(value, rng)):
+            assert json.loads(text) == value
+            assert accepts(g, text) == ok, (schema, text, ok)
+    assert accepts(g, "12") == v.is_valid(12)  # other types are untouched
+
+
+def test_long_lengths_are_counted_exactly(tok: corral.Tokenizer) -> None:
+    for schema in (
+        {"type": "string", "maxLength": 200},
+        {"type": "string", "minLength": 100},
+        {"type": "string", "pattern": "^[a-z_]+$", "maxLength": 256},
+    ):
+        g = corral.compile_json_schema(schema, tok)
+        assert not g.report.post_checks, str(g.report)
+        v = validator(schema)
+        for n in (0, 99, 100, 101, 199, 200, 201, 256, 257):
+            for value in ("x" * n, "x" * (n - 1) + "é" if n else "", "A" * n):
+                assert accepts(g, json.dumps(value)) == v.is_valid(value), (schema, n, value[-3:])
+    # Above the cap the length is checked after decoding, the pattern still enforced.
+    g = corral.compile_json_schema({"type": "string", "pattern": "^a", "maxLength": 300}, tok)
+    entry = next(e for e in g.report.entries if e.keyword == "minLength/maxLength")
+    assert entry.status == "checked after decoding" and "256" in entry.detail
+    assert accepts(g, json.dumps("a" * 301)) and not accepts(g, '"b"')
+
+
+def test_length_product_over_the_state_budget_falls_back(tok: corral.Tokenizer) -> None:
+    # An e-mail address (label counts) times 254 characters: too many states to count.
+    g = corral.compile_json_schema({"type": "string", "format": "email", "maxLength": 254}, tok)
+    st = statuses(g)
+    assert st["minLength/maxLength"] == {"checked after decoding"} and st["format"] == {"enforced"}
+    assert accepts(g, '"a@b.co"') and not accepts(g, '"not an email"')
+    with pytest.raises(corral.UnsupportedSchemaError):
+        corral.compile_json_schema({"type": "string", "format": "email", "maxLength": 254}, tok, strict=True)
+
+
+def test_contradictory_pattern_and_length_leave_other_types(tok: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema({"pattern": "^a{5}$", "maxLength": 3}, tok)
+    assert not accepts(g, '"aaaaa"') and not accepts(g, '"aaa"') and accepts(g, "3")
+    with pytest.raises(corral.SchemaError) as ei:
+        corral.compile_json_schema({"type": "string", "pattern": "^a{5}$", "maxLength": 3}, tok)
+    assert ei.value.pointer == "#"
+
+
+def test_string_near_miss_rejected_at_the_first_wrong_byte(tok: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}, tok)
+    m = g.matcher()
+    for i, b in enumerate(b'"abcd"'):
+        if not m.accept_token(b):
+            assert i == 4, i  # the fourth letter
+            return
+    pytest.fail("accepted")
+
+
+# -- propertyNames / patternProperties --------------------------------------------------------------
+
+NAMES = ["a", "b", "ab", "abc", "x1", "x12", "xy", "é", "id", "", "A_b"]
+VALUES = [1, "s", None, -2]
+
+
+def _keyed(schema: Any, seed: int, max_keys: int = 3) -> list[dict[str, Any]]:
+    """Objects of up to `max_keys` NAMES with varied values, declared names first in schema
+    order (the order the grammar generates members in)."""
+    rng = random.Random(seed)
+    declared = list(schema.get("properties", {}))
+    names = declared + [n for n in NAMES if n not in declared]
+    out: list[dict[str, Any]] = []
+    for r in range(max_keys + 1):
+        for combo in itertools.combinations(names, r):
+            out.append({k: rng.choice(VALUES) for k in combo})
+    return rng.sample(out, min(len(out), 700))
+
+
+OBJECT_SCHEMAS = [
+    {"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 2}},
+    {"type": "object", "propertyNames": {"maxLength": 1}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "properties": {"abc": {}, "a": {}}, "propertyNames": {"maxLength": 2}},
+    {"type": "object", "propertyNames": {"pattern": "^x", "minLength": 2}, "maxProperties": 2},
+    {"type": "object", "propertyNames": False},
+    {"type": "object", "propertyNames": {"type": "number"}},
+    {"type": "object", "patternProperties": {"^a": {"type": "integer"}}},
+    {
+        "type": "object",
+        "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 0}},
+        "additionalProperties": {"type": "string"},
+    },
+    {
+        "type": "object",
+        "patternProperties": {"^x[0-9]+$": {"type": "integer"}},
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {"ab": {"type": "number"}, "b": {"type": "string"}},
+        "patternProperties": {"^a": {"type": "integer"}},
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "patternProperties": {"\\w": {"type": "integer"}},
+        "additionalProperties": {"type": "null"},
+    },
+    {
+        "type": "object",
+        "patternProperties": {"^a": {"type": "integer"}, "1": {"type": ["integer", "string"]}},
+        "propertyNames": {"maxLength": 2},
+        "additionalProperties": {"type": "null"},
+        "minProperties": 1,
+    },
+    {
+        "allOf": [
+            {"patternProperties": {"^a": {"type": "integer"}}},
+            {"additionalProperties": {"type": "string"}},
+        ]
+    },
+    {
+        "allOf": [
+            {"patternProperties": {"^a": {"type": "integer"}}},
+            {"patternProperties": {"b$": {"type": "null"}}},
+        ]
+    },
+]
+
+
+@pytest.mark.parametrize("index", range(len(OBJECT_SCHEMAS)))
+def test_property_names_and_pattern_properties_are_exact(index: int, tok: corral.Tokenizer) -> None:
+    schema = OBJECT_SCHEMAS[index]
+    g = corral.compile_json_schema(schema, tok, extra_properties="spec")
+    for key in ("propertyNames", "patternProperties"):
+        if key in schema:
+            assert statuses(g)[key] == {"enforced"}, str(g.report)
+    assert_exact(schema, [*_keyed(schema, index), [], "x"], tok)
+
+
+def test_declared_names_that_fail_property_names(tok: corral.Tokenizer) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"long_name": {"type": "integer"}, "ok": {"type": "integer"}},
+        "propertyNames": {"maxLength": 3},
+    }
+    g = corral.compile_json_schema(schema, tok)
+    assert accepts(g, '{"ok": 1}') and not accepts(g, '{"long_name": 1}')
+    with pytest.raises(corral.SchemaError) as ei:
+        corral.compile_json_schema({**schema, "required": ["long_name"]}, tok)
+    assert ei.value.pointer == "#/required" and "propertyNames" in str(ei.value)
+
+
+def test_property_names_enum_makes_members_that_never_repeat(tok: corral.Tokenizer) -> None:
+    schema = {"type": "object", "propertyNames": {"enum": ["a", "b", "c"]}, "additionalProperties": True}
+    g = corral.compile_json_schema(schema, tok, whitespace="compact")
+    assert not g.report.post_checks, str(g.report)
+    assert accepts(g, '{"a":1,"c":[]}') and accepts(g, "{}")
+    for text in ('{"a":1,"a":2}', '{"a":1,"d":2}', '{"c":1,"c":2}'):
+        assert not accepts(g, text), text
+
+
+def test_property_names_near_miss_rejected_at_the_first_wrong_byte(tok: corral.Tokenizer) -> None:
+    schema = {"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": True}
+    g = corral.compile_json_schema(schema, tok, whitespace="compact")
+    m = g.matcher()
+    for i, b in enumerate(b'{"abc":1}'):
+        if not m.accept_token(b):
+            assert i == 4, i  # the third character of the key
+            return
+    pytest.fail("accepted")
+
+
+def test_pattern_properties_fall_back_to_post_check(tok: corral.Tokenizer) -> None:
+    many = {"type": "object", "patternProperties": {f"^{c}": {"type": "integer"} for c in "abcde"}}
+    g = corral.compile_json_schema(many, tok, extra_properties="spec")
+    assert statuses(g)["patternProperties"] == {"checked after decoding"}
+    with pytest.raises(corral.OutputValidationError):
+        g.validate('{"a": "x"}')
+    g = corral.compile_json_schema(
+        {"type": "object", "propertyNames": {"anyOf": [{"const": "a"}, {"maxLength": 0}]}}, tok
+    )
+    assert statuses(g)["propertyNames"] == {"checked after decoding"}
+
+
+def test_pattern_properties_in_schema_mode(tok: corral.Tokenizer) -> None:
+    # Keys that match a pattern are declared by the schema: generated in "schema" mode too;
+    # other undeclared keys only when additionalProperties allows them.
+    schema = {"type": "object", "patternProperties": {"^x_": {"type": "integer"}}}
+    g = corral.compile_json_schema(schema, tok)
+    assert accepts(g, '{"x_a": 1, "x_b": 2}') and not accepts(g, '{"x_a": "s"}')
+    assert not accepts(g, '{"y": 1}')
+
+
+# -- exclusive bounds and float parsing ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        (
+            {"type": "number", "exclusiveMinimum": 0},
+            ["0.5", "1", "0." + "0" * 300 + "1"],
+            ["1e-400", "0", "-0"],
+        ),
+        ({"type": "number", "exclusiveMaximum": 0}, ["-0.5", "-3"], ["-1e-400", "-0." + "0" * 400 + "1"]),
+        ({"type": "number", "exclusiveMinimum": 5}, ["5.000000000000001", "6"], ["5.0000000000000000001"]),
+        ({"type": "number", "exclusiveMaximum": 0.1}, ["0.09999999999999999"], ["0.09999999999999999999"]),
+        ({"exclusiveMinimum": 0, "maximum": 1}, ["1", "0.25"], ["1e-400", "0." + "0" * 330 + "1"]),
+    ],
+)
+def test_exclusive_bounds_hold_after_float_parsing(
+    schema: Any, good: list[str], bad: list[str], tok: corral.Tokenizer
+) -> None:
+    # Validators parse fractions and exponents into floats: 1e-400 is 0.0 and
+    # 5.0000000000000000001 is 5.0, which exclusive bounds reject.
+    g = corral.compile_json_schema(schema, tok)
+    v = validator(schema)
+    for text in good:
+        assert v.is_valid(json.loads(text)) and accepts(g, text), text
+    for text in bad:
+        assert not v.is_valid(json.loads(text)) and not accepts(g, text), text
+    rng = random.Random(0)
+    for _ in range(200):  # nothing under the mask fails the validator
+        out, _ = random_walk(g, rng, max_steps=30, eos_weight=0.1)
+        assert v.is_valid(json.loads(out)), out
+
+
+# -- random walks with a real tokenizer (new keywords) ---------------------------------------------
+
+WALKED_KEYS = [
+    {"type": "string", "pattern": "^[a-z][a-z0-9_]*$", "maxLength": 12, "minLength": 3},
+    {"type": "string", "format": "date", "pattern": "^20"},
+    {"type": "string", "maxLength": 100},
+    {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "propertyNames": {"pattern": "^[a-z_]+$", "maxLength": 8},
+        "additionalProperties": {"type": "boolean"},
+    },
+    {
+        "type": "object",
+        "patternProperties": {"^n_": {"type": "integer"}, "^s_": {"type": "string", "maxLength": 4}},
+        "additionalProperties": False,
+        "minProperties": 1,
+    },
+    {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+]
+
+
+@pytest.mark.real_tokenizer
+@pytest.mark.parametrize("index", range(len(WALKED_KEYS)))
+def test_random_walks_validate_new_keywords(index: int, llama32: corral.Tokenizer) -> None:
+    schema = WALKED_KEYS[index]
+    g = corral.compile_json_schema(schema, llama32)
+    assert not g.report.post_checks, str(g.report)
+    v = _format_validator(schema)
+    rng = random.Random(index)
+    for _ in range(8):
+        out, _ = random_walk(g, rng, max_steps=40, eos_weight=0.3)
+        assert v.is_valid(json.loads(out.decode())), (schema, out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 import time
 from decimal import Decimal, localcontext
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import corral
-from corral.grammar.numbers import integer_regex, number_regex
+from corral.grammar.numbers import float_safe_bound, integer_regex, number_regex
 
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 CANONICAL_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -504,3 +505,50 @@ def test_corral_agrees_with_re(bf: BoundsAndFlags, integer: bool, extra: list[st
     pattern = re.compile(rx)
     for s in FIXED + near(lo) + near(hi) + extra:
         assert corral_matches(grammar, s) == (pattern.fullmatch(s) is not None), (s, rx)
+
+
+# ---- bounds as validators see them (float parsing) ------------------------------------------
+
+
+def _float_ok(x: float, v: int | float, lower: bool, exclusive: bool) -> bool:
+    if lower:
+        return x > v if exclusive else x >= v
+    return x < v if exclusive else x <= v
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.integers(-(2**70), 2**70),
+        st.sampled_from([0, 0.0, -0.0, 5e-324, 0.1, 2**53 + 1, 2**54 + 3, 1.7976931348623157e308]),
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.integers(-3, 3),
+)
+def test_float_safe_bound_holds_after_parsing(v: int | float, lower: bool, exclusive: bool, k: int) -> None:
+    b = float_safe_bound(v, lower, exclusive)
+    # Texts at the bound and one digit of the last place beyond it (on the allowed side) parse
+    # to floats on the right side of v ...
+    ulp = Decimal(1).scaleb(b.adjusted() - 25)
+    for d in (b, b + ulp * abs(k) if lower else b - ulp * abs(k)):
+        x = float(f"{d:f}") if abs(d.adjusted()) < 400 else float(str(d))
+        assert _float_ok(x, v, lower, exclusive), (v, lower, exclusive, str(d))
+    # ... and the bound is the first float on that side, unless beyond the float range.
+    if abs(Decimal(v)) < Decimal("1.7e308"):
+        f = float(b)
+        assert _float_ok(f, v, lower, exclusive)
+        assert not _float_ok(math.nextafter(f, -math.inf if lower else math.inf), v, lower, exclusive)
+
+
+def test_float_safe_bound_examples() -> None:
+    assert float_safe_bound(0, True, True) == Decimal("5e-324")
+    assert float_safe_bound(0, False, True) == Decimal("-5e-324")
+    assert float_safe_bound(5, True, True) == Decimal("5.000000000000001")
+    assert float_safe_bound(0.1, True, False) == Decimal("0.1")  # inclusive float: unchanged
+    assert float_safe_bound(2**54 + 3, False, False) == 2**54  # the float 2**54 + 4 is too big
+    # Underflow: 1e-400 and 0.000...1 (400 zeros) parse to 0.0: below the bound.
+    rx = re.compile(number_regex(minimum=float_safe_bound(0, True, True)))
+    assert not rx.fullmatch("1e-400") and not rx.fullmatch("0." + "0" * 400 + "1")
+    assert rx.fullmatch("0." + "0" * 300 + "1") and float("0." + "0" * 300 + "1") > 0

@@ -154,6 +154,7 @@ def compile_json_schema(
     indent: int = 2,
     extra_properties: Literal["schema", "spec"] = "schema",
     strict: bool = False,
+    escapes: Literal["any", "canonical"] = "any",
     **limits: int,
 ) -> JsonSchemaGrammar:
     """Compile a JSON Schema (dict, bool or JSON text; draft 2020-12, draft-07 spellings
@@ -170,6 +171,10 @@ def compile_json_schema(
         them explicitly. "spec": the JSON Schema default (any undeclared property).
     strict : bool
         Refuse keywords the grammar cannot enforce instead of checking them after decoding.
+    escapes : {"any", "canonical"}
+        "any" (default): every JSON spelling of a string. "canonical": only the one
+        ``json.dumps(s, ensure_ascii=False)`` writes — one spelling per key and value, so keys
+        are forced byte for byte (``corral.generate`` uses it by default).
     **limits
         Engine limits (see ``corral.DEFAULT_LIMITS``).
 
@@ -183,6 +188,7 @@ def compile_json_schema(
         indent=indent,
         extra_properties=extra_properties,
         strict=strict,
+        escapes=escapes,
     )
     raw, model = _schema_of(schema)
     text, report = schema_to_grammar(raw, options, check_regex=_check_regex)

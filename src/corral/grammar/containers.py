@@ -57,8 +57,9 @@ class ObjectMembers:
     extra: str | None  # grammar text of one additional member, or None (none allowed)
     sep: str
     # distinct(j, n): the j-th of n additional members that must all be present, with keys no
-    # other of the n can have (a repeated key would count once in the parsed object).
-    distinct: Callable[[int, int], str] | None = None
+    # other of the n can have (a repeated key would count once in the parsed object); None when
+    # such keys cannot be written (then the count is not enforced: TooManyStates).
+    distinct: Callable[[int, int], str | None] | None = None
     min_count: int = 0
     max_count: int | None = None
     # deps[i]: members that must be present when member i is present.
@@ -148,9 +149,13 @@ class ObjectMembers:
         if need > MAX_DISTINCT_EXTRAS:
             self.cut = True
             return None
-        needed = (
-            [self.distinct(j, need) for j in range(need)] if need > 1 and self.distinct else [item] * need
-        )
+        needed: list[str] = [item] * need
+        if need > 1 and self.distinct:
+            keyed = [self.distinct(j, need) for j in range(need)]
+            if any(x is None for x in keyed):
+                self.cut = True
+                return None
+            needed = [x for x in keyed if x is not None]
         first = md != AFTER
         parts = [x if first and i == 0 else f"{sep} {x}" for i, x in enumerate(needed)]
         if more is None:

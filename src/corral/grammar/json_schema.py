@@ -15,7 +15,21 @@ Invariants:
   numbers only and allows any string.
 * Strings are constrained on their *decoded* value: ``pattern``/``format``/lengths are
   compiled with the ``j`` regex flag, which accepts every JSON spelling of the matching text
-  (raw characters or escapes) and never a raw control character.
+  (raw characters or escapes) and never a raw control character. Several of them at once are
+  one product automaton (the grammar's ``&``), lengths up to _MAX_COUNTED_CHARS; a product is
+  probed first (probe.py) and written only within _MAX_PRODUCT_STATES (else the length, then
+  the pattern, is checked after decoding).
+* Property names: an undeclared key is one of up to 2**_MAX_KEY_PATTERNS key classes, one per
+  set of ``patternProperties`` patterns it matches (its value then satisfies all of their
+  schemas, or ``additionalProperties`` for none), each a product automaton
+  ``propertyNames & patterns - other patterns - declared names``. Declared names get the
+  schemas of the patterns they match; those that fail ``propertyNames`` are never generated.
+  A ``propertyNames`` enum of at most _MAX_NAMED_KEYS names makes them declared members, so
+  no key repeats; other extra keys may repeat (not regular), except the ones counted for
+  ``minProperties``, whose lengths differ.
+* Numbers: fractions and exponents are parsed into floats by validators; bounds are applied
+  to what the float comparison sees (numbers.float_safe_bound), so ``1e-400`` is never
+  generated under ``exclusiveMinimum: 0``.
 * Recursion (``$ref`` cycles) becomes grammar recursion: nesting is exact, not unrolled.
 * Counting keywords are state machines written as rules (bounded by _MAX_MACHINE_STATES, else
   checked after decoding): ``multipleOf`` (multiples.py: integer steps exactly; decimal steps
@@ -35,11 +49,12 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import unquote
 
 from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
-from corral.grammar import formats, multiples, numbers
+from corral.grammar import formats, multiples, numbers, probe
 from corral.grammar.containers import FIRST, NONEMPTY, ArrayItems, Member, ObjectMembers, TooManyStates
 from corral.grammar.regex_text import scan, top_level_branches
 
@@ -51,8 +66,21 @@ Whitespace = Literal["compact", "flexible", "pretty"]
 # depth keeps the indentation exact; recursion needs a bound).
 _PRETTY_MAX_DEPTH = 32
 
-# Longest minLength/maxLength the grammar counts exactly (see string_body).
-_MAX_COUNTED_CHARS = 32
+# Longest minLength/maxLength the grammar counts exactly (see string_body). Counting multiplies
+# the string automaton by the count (about 20 states per character for any character, 10 for
+# an ASCII class); it is one product automaton, probed against _MAX_PRODUCT_STATES first.
+_MAX_COUNTED_CHARS = 256
+# Lengths up to this many characters, alone, stay a plain counted terminal (no product needed).
+_INLINE_COUNTED_CHARS = 32
+# Most DFA states one product automaton (string `&`/`-` of pattern, format, length, key
+# classes) may have, and all of a schema's products together; beyond them the keyword that
+# caused it is checked after decoding. (The engine's defaults are 20,000 and 200,000.)
+_MAX_PRODUCT_STATES = 6000
+_MAX_PRODUCT_TOTAL = 60000
+# Most patternProperties patterns whose key classes (one per subset) the grammar writes.
+_MAX_KEY_PATTERNS = 4
+# Most names a propertyNames enum/const may list to become declared members (no repeats).
+_MAX_NAMED_KEYS = 16
 
 # Most rules one counting state machine may write (multipleOf automata, object members counted
 # for minProperties/maxProperties/dependencies, array items counted for contains). Beyond it
@@ -133,13 +161,12 @@ _KNOWN = frozenset(
 )
 # Keywords the grammar cannot (yet) express: kept for the post-decoding check. (multipleOf,
 # contains/minContains/maxContains, minProperties/maxProperties, dependentRequired,
-# dependentSchemas and dependencies are enforced where expressible and reported by the type that
-# uses them; if/then/else is enforced for discriminator conditions.)
+# dependentSchemas, dependencies, patternProperties and propertyNames are enforced where
+# expressible and reported by the type that uses them; if/then/else is enforced for
+# discriminator conditions.)
 _POST_CHECKED = frozenset(
     {
         "uniqueItems",
-        "patternProperties",
-        "propertyNames",
         "not",
         "if",
         "then",
@@ -171,12 +198,20 @@ class SchemaOptions:
         few levels deep).
     extra_properties : {"schema", "spec"}
         ``"schema"`` (default, like OpenAI strict mode): properties not declared in
-        ``properties`` are generated only when ``additionalProperties`` explicitly allows them.
+        ``properties`` (or by a ``patternProperties`` pattern) are generated only when
+        ``additionalProperties`` explicitly allows them.
         ``"spec"``: follow the JSON Schema default (undeclared properties of any value).
     strict : bool
         ``True``: a keyword the grammar cannot enforce is an error. ``False`` (default): it is
         checked after decoding and listed in the report; unknown ``format`` names are then plain
         strings (reported).
+    escapes : {"any", "canonical"}
+        ``"any"`` (default): strings (keys and values) may use every JSON spelling — raw
+        characters, ``\\uXXXX``, ``\\/`` — as a validator accepts them. ``"canonical"``: only
+        the spelling ``json.dumps(s, ensure_ascii=False)`` writes (raw characters; ``\\"``,
+        ``\\\\``, short escapes and ``\\u00xx`` for control characters), so every key and enum
+        string has one spelling, which jump-ahead can force byte for byte and a small model
+        cannot drift away from (``"a\\u0072guments"``). Generation uses it by default.
     """
 
     whitespace: Whitespace = "flexible"
@@ -184,6 +219,7 @@ class SchemaOptions:
     indent: int = 2
     extra_properties: Literal["schema", "spec"] = "schema"
     strict: bool = False
+    escapes: Literal["any", "canonical"] = "any"
 
     def __post_init__(self) -> None:
         if self.whitespace not in ("flexible", "compact", "pretty"):
@@ -194,6 +230,8 @@ class SchemaOptions:
             raise ValueError("max_whitespace must be an integer in [0, 256]")
         if self.extra_properties not in ("schema", "spec"):
             raise ValueError("extra_properties must be 'schema' or 'spec'")
+        if self.escapes not in ("any", "canonical"):
+            raise ValueError("escapes must be 'any' or 'canonical'")
 
 
 @dataclass(frozen=True)
@@ -270,9 +308,10 @@ def _lit(text: str) -> str:
     return "".join(out)
 
 
-def _regex_terminal(pattern: str, json_string: bool = False) -> str:
-    """A /regex/ terminal (with the j flag: matched as JSON string contents). An unescaped `/`
-    would end the terminal, so it is escaped; escape sequences are copied as they are."""
+def _regex_terminal(pattern: str, flag: str = "") -> str:
+    """A /regex/ terminal; with flag "j" (or "c") matched as JSON string contents in every (or the
+    canonical) spelling. An unescaped `/` would end the terminal, so it is escaped; escape
+    sequences are copied as they are."""
     out = []
     i = 0
     while i < len(pattern):
@@ -283,12 +322,13 @@ def _regex_terminal(pattern: str, json_string: bool = False) -> str:
             continue
         out.append("\\/" if c == "/" else c)
         i += 1
-    return "/" + "".join(out) + ("/j" if json_string else "/")
+    return "/" + "".join(out) + "/" + flag
 
 
-def _json_string_of(regex: str) -> str:
-    """Grammar for a JSON string whose decoded value fully matches `regex`."""
-    return f'"\\"" {_regex_terminal(regex, True)} "\\""'
+def _json_string_of(regex: str, flag: str = "j") -> str:
+    """Grammar for a JSON string whose decoded value fully matches `regex` (flag "j": every
+    JSON spelling; "c": only the canonical one)."""
+    return f'"\\"" {_regex_terminal(regex, flag)} "\\""'
 
 
 # Keywords of an allOf part that could not be merged (see _merge_groups): checked after decoding.
@@ -302,7 +342,24 @@ class _NoValue(SchemaError):
     """A (sub)schema that no JSON value satisfies."""
 
 
+class _TooBig(Exception):
+    """A product automaton over the state budget (see _Converter.regular_string)."""
+
+
+@dataclass
+class _Keys:
+    """The property names ``propertyNames`` allows (see _Converter.key_language)."""
+
+    pieces: list[str]  # full-match regexes (decoded names) every name must match
+    names: list[str] | None  # the allowed names when they are few (enum/const), else None
+    test: Callable[[str], bool]  # exactly: does a name satisfy propertyNames?
+
+
 class _Converter:
+    def jstr(self, regex: str) -> str:
+        """A JSON string whose decoded value fully matches ``regex``, spelled per the options."""
+        return _json_string_of(regex, self.jflag)
+
     def __init__(self, root: Any, options: SchemaOptions, check_regex: Callable[[str], None] | None) -> None:
         self.root = root
         self.opt = options
@@ -313,6 +370,8 @@ class _Converter:
         self.counter = 0
         self.ws = "ws"
         self.pretty = options.whitespace == "pretty"
+        # JSON strings: every spelling ("j") or only json.dumps(ensure_ascii=False)'s ("c").
+        self.jflag = "c" if options.escapes == "canonical" else "j"
         self.depth = 0
         self.in_progress: set[str] = set()
         self.recursive: set[str] = set()
@@ -323,6 +382,9 @@ class _Converter:
         # uses it. Variants that must be exact (items that count as `contains` matches) check it.
         self.post_marks = 0
         self.inexact: set[str] = set()
+        # Product automata written so far (expression -> DFA states) and their total.
+        self.products: dict[str, int] = {}
+        self.product_total = 0
         schema_uri = root.get("$schema") if isinstance(root, dict) else None
         # Before draft 2019-09, minContains/maxContains and dependentRequired/dependentSchemas
         # were not keywords (and `dependencies` was).
@@ -734,7 +796,7 @@ class _Converter:
             as_integer = integer_only and d == d.to_integral_value()
             return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
         if isinstance(v, str):
-            return _json_string_of(re.escape(v))
+            return self.jstr(re.escape(v))
         ws = self.ws
         if isinstance(v, list):
             if not v:
@@ -748,7 +810,7 @@ class _Converter:
             # accepted after decoding only if generated — noted in the report).
             self.note(pointer, "enum", "enforced", "object members in the listed order")
             members = f' {ws} "," {ws} '.join(
-                f'{_json_string_of(re.escape(k))} {ws} ":" {ws} {self.literal_value(x, pointer)}'
+                f'{self.jstr(re.escape(k))} {ws} ":" {ws} {self.literal_value(x, pointer)}'
                 for k, x in v.items()
             )
             return f'"{{" {ws} {members} {ws} "}}"'
@@ -788,6 +850,10 @@ class _Converter:
         lo: Decimal | None = None
         hi: Decimal | None = None
         lo_x = hi_x = False
+        # Bounds for spellings a validator parses as floats (see numbers.float_safe_bound):
+        # inclusive, so an exclusive bound at 0 no longer allows exponents (1e-400 is 0.0).
+        f_lo: Decimal | None = None
+        f_hi: Decimal | None = None
         for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
             if key not in schema:
                 continue
@@ -798,18 +864,28 @@ class _Converter:
                         f"draft-04 boolean {key} is not supported", _ptr(pointer, key)
                     )
                 raise SchemaError(f"{key} must be a number", _ptr(pointer, key))
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SchemaError(f"{key} must be finite", _ptr(pointer, key))
             d = Decimal(str(v))
-            if key in ("minimum", "exclusiveMinimum"):
+            is_lower = key in ("minimum", "exclusiveMinimum")
+            f = numbers.float_safe_bound(v, is_lower, key.startswith("exclusive"))
+            if is_lower:
                 if lo is None or d > lo or (d == lo and key == "exclusiveMinimum"):
                     lo, lo_x = d, key == "exclusiveMinimum"
+                f_lo = f if f_lo is None else max(f_lo, f)
             else:
                 if hi is None or d < hi or (d == hi and key == "exclusiveMaximum"):
                     hi, hi_x = d, key == "exclusiveMaximum"
+                f_hi = f if f_hi is None else min(f_hi, f)
             self.note(_ptr(pointer, key), key, "enforced")
         if "multipleOf" in schema:
             body = self.multiple_body(schema, pointer, integer, (lo, lo_x), (hi, hi_x))
             if body is not None:
                 return body
+        if not integer:
+            # Validators compare fractions and exponents after rounding them to a float; the
+            # bounds keep that comparison true (stricter within one float step of a bound).
+            lo, lo_x, hi, hi_x = f_lo, False, f_hi, False
         try:
             rx = numbers.number_regex(
                 lo,
@@ -897,6 +973,9 @@ class _Converter:
         return automaton.rules(self.new_rule, self.rules)
 
     def string_body(self, schema: dict[str, Any], pointer: str) -> str:
+        """Strings: ``format``, ``pattern`` and ``minLength``/``maxLength`` together are one
+        product automaton (the grammar's ``&``), when it fits the state budget; otherwise the
+        length, then the pattern, is checked after decoding."""
         lo = _count(schema, "minLength", pointer, 0) or 0
         hi = _count(schema, "maxLength", pointer, None)
         if hi is not None and lo > hi:
@@ -913,51 +992,93 @@ class _Converter:
                 pieces.append(rx)
                 self.note(_ptr(pointer, "format"), "format", "enforced")
         if "pattern" in schema:
-            pat = schema["pattern"]
-            if not isinstance(pat, str):
-                raise SchemaError("pattern must be a string", _ptr(pointer, "pattern"))
-            try:
-                re.compile(pat)
-            except re.error as e:
-                raise SchemaError(
-                    f"pattern is not a valid regular expression: {e}", _ptr(pointer, "pattern")
-                ) from None
-            rx = _unanchored(_ascii_classes(pat))
-            if self.check_regex is not None:
-                try:
-                    self.check_regex(rx)
-                except CompileError as e:
-                    raise UnsupportedSchemaError(
-                        f"pattern {pat!r}: {e.message}", _ptr(pointer, "pattern")
-                    ) from None
-            pieces.append(rx)
+            pieces.append(self.pattern_regex(schema["pattern"], _ptr(pointer, "pattern"), ascii_classes=True))
+        length_at = _ptr(pointer, "maxLength" if hi is not None else "minLength")
         if lo > _MAX_COUNTED_CHARS or (hi is not None and hi > _MAX_COUNTED_CHARS):
             # Counting characters multiplies the string automaton (and the per-position mask
             # cache) by the count: long bounds are checked after decoding instead.
             self.cannot_enforce(
-                _ptr(pointer, "maxLength" if hi is not None else "minLength"),
-                "minLength/maxLength",
-                f"bounds above {_MAX_COUNTED_CHARS} characters",
+                length_at, "minLength/maxLength", f"bounds above {_MAX_COUNTED_CHARS} characters"
             )
             lo = lo if lo <= _MAX_COUNTED_CHARS else 0
             hi = None
-        if lo or hi is not None:
-            length = f"(?s:.){{{lo},{'' if hi is None else hi}}}"
-            if pieces:
-                # The grammar cannot intersect a length with a pattern/format: enforce the
-                # pattern, check the length after decoding.
+        length = f"(?s:.){{{lo},{'' if hi is None else hi}}}" if lo or hi is not None else None
+        if length is not None and not pieces and (hi or lo) <= _INLINE_COUNTED_CHARS:
+            return self.jstr(length)  # small enough to stay a plain terminal
+        if length is not None:
+            try:
+                out = self.regular_string([*pieces, length])
+            except _TooBig:
                 self.cannot_enforce(
-                    _ptr(pointer, "maxLength" if hi is not None else "minLength"),
+                    length_at,
                     "minLength/maxLength",
-                    "combined with pattern/format",
+                    "combined with pattern/format: the automaton would need too many states",
                 )
             else:
-                pieces.append(length)
+                if out is None:
+                    raise _NoValue("no string satisfies pattern/format and the length together", pointer)
+                return out
         if len(pieces) > 1:
-            self.cannot_enforce(_ptr(pointer, "pattern"), "pattern", "combined with format: format enforced")
-            pieces = pieces[:1]
-        rx = pieces[0] if pieces else "(?s:.)*"
-        return _json_string_of(rx)
+            try:
+                out = self.regular_string(pieces)
+            except _TooBig:
+                self.cannot_enforce(
+                    _ptr(pointer, "pattern"),
+                    "pattern",
+                    "combined with format: the automaton would need too many states; format enforced",
+                )
+                pieces = pieces[:1]
+            else:
+                if out is None:
+                    raise _NoValue("no string satisfies both pattern and format", pointer)
+                return out
+        return self.jstr(pieces[0] if pieces else "(?s:.)*")
+
+    def pattern_regex(self, pat: Any, where: str, ascii_classes: bool) -> str:
+        """The full-match regex for a JSON Schema ``pattern`` (which matches anywhere).
+        `ascii_classes`: narrow ``\\d``/``\\w`` to ASCII (fewer states; only for positive uses:
+        a narrowed pattern matches a subset)."""
+        if not isinstance(pat, str):
+            raise SchemaError("pattern must be a string", where)
+        try:
+            re.compile(pat)
+        except re.error as e:
+            raise SchemaError(f"pattern is not a valid regular expression: {e}", where) from None
+        rx = _unanchored(_ascii_classes(pat) if ascii_classes else pat)
+        if self.check_regex is not None:
+            try:
+                self.check_regex(rx)
+            except CompileError as e:
+                raise UnsupportedSchemaError(f"pattern {pat!r}: {e.message}", where) from None
+        return rx
+
+    def regular_string(self, pieces: list[str], minus: list[str] | None = None) -> str | None:
+        """Grammar for a JSON string whose decoded value fully matches every regex of `pieces`
+        and none of `minus` (one product automaton); None when no string does.
+
+        Raises _TooBig when the automaton would exceed _MAX_PRODUCT_STATES, or the schema's
+        products together _MAX_PRODUCT_TOTAL."""
+        minus = minus or []
+        if not pieces:
+            pieces = ["(?s:.)*"]
+        if len(pieces) == 1 and not minus:
+            if pieces[0] == "(?s:.)*":
+                return self.jstr(pieces[0])
+            # `&` makes it one automaton: a long count alone would be split into grammar
+            # repetition, whose masks cost far more.
+            pieces = [*pieces, "(?s:.)*"]
+        expr = " & ".join(_regex_terminal(p, self.jflag) for p in pieces)
+        expr += "".join(f" - {_regex_terminal(m, self.jflag)}" for m in minus)
+        n = self.products.get(expr)
+        if n is None:
+            n = probe.dfa_states(expr, _MAX_PRODUCT_STATES)
+            if n == probe.TOO_BIG or self.product_total + n > _MAX_PRODUCT_TOTAL:
+                raise _TooBig(expr)
+            self.products[expr] = n
+            self.product_total += n
+        if n == probe.EMPTY:
+            return None
+        return f'"\\"" ( {expr} ) "\\""'
 
     def array_body(self, schema: dict[str, Any], pointer: str) -> str:
         ws = self.ws
@@ -1212,6 +1333,7 @@ class _Converter:
         pattern_props = schema.get("patternProperties")
         if not isinstance(pattern_props, dict):
             pattern_props = {}
+        keys = self.key_language(schema, pointer)
 
         def undeclared_schema(name: str) -> Any:
             """The schema an undeclared property `name` gets (patternProperties, else
@@ -1221,6 +1343,13 @@ class _Converter:
                 return matching[0] if len(matching) == 1 else {"allOf": matching}
             return addl
 
+        # A declared property whose name matches patterns must satisfy those schemas too.
+        value_at = {name: _ptr(pointer, "properties", name) for name in props}
+        for name, sub in list(props.items()):
+            matching = [p for pat, p in pattern_props.items() if _safe_search(pat, name)]
+            if matching and sub is not False:
+                props = {**props, name: {"allOf": [sub, *matching]}}
+                value_at[name] += "&patternProperties"
         for r in required:
             matching = [sub for pat, sub in pattern_props.items() if _safe_search(pat, r)]
             if r not in props and matching:
@@ -1255,6 +1384,21 @@ class _Converter:
         for name in never:
             if name not in props and (addl is not False or pattern_props):
                 props = {**props, name: False}  # keep it out of the extra keys
+        if keys is not None:
+            # propertyNames: names that fail it are never generated.
+            for name in list(props):
+                if not keys.test(name) and props[name] is not False:
+                    if name in required:
+                        raise _NoValue(
+                            f"required property {name!r} fails propertyNames", _ptr(pointer, "required")
+                        )
+                    props = {**props, name: False}
+            if keys.names is not None:
+                # A small finite set of allowed names: each becomes a declared (optional) member,
+                # so no extra key can repeat.
+                for name in keys.names:
+                    if name not in props:
+                        props = {**props, name: undeclared_schema(name)}
         names = list(props)
         generated: list[tuple[str, str, bool]] = []  # (name, member text, required)
         for name in names:
@@ -1267,7 +1411,7 @@ class _Converter:
                     )
                 continue
             try:
-                value = self.child_rule(sub, _ptr(pointer, "properties", name))
+                value = self.child_rule(sub, value_at.get(name, _ptr(pointer, "properties", name)))
             except _NoValue as e:
                 if is_req:
                     raise
@@ -1278,29 +1422,8 @@ class _Converter:
                     f"never generated: {e.message}",
                 )
                 continue
-            generated.append((name, f"{_json_string_of(re.escape(name))} {colon} {value}", is_req))
-        extra = None
-        distinct = None
-        if addl is not False:
-            value = self.child_rule(addl, _ptr(pointer, "additionalProperties"))
-            key = self.extra_key(names)
-            extra = f"{key} {colon} {value}"
-            longest = max((len(n) for n in names), default=0)
-
-            def distinct(j: int, n: int) -> str:
-                # Keys longer than every declared name (so none of them), the j-th of length
-                # longest + 1 + j modulo n: the n keys differ from each other.
-                base = longest + 1 + j
-                rx = f"(?s:.){{{base}}}(?:(?s:.){{{n}}})*"
-                return f"{_json_string_of(rx)} {colon} {value}"
-
-            if names:
-                self.note(
-                    _ptr(pointer, "additionalProperties"),
-                    "additionalProperties",
-                    "enforced",
-                    "extra keys exclude the declared names",
-                )
+            generated.append((name, f"{self.jstr(re.escape(name))} {colon} {value}", is_req))
+        extra, distinct = self.extra_members(schema, pointer, addl, pattern_props, keys, names, colon)
         # A key whose dependency can never be present can never be present itself.
         present = {name for name, _, _ in generated}
         changed = True
@@ -1398,6 +1521,232 @@ class _Converter:
             raise _NoValue("no object satisfies the property constraints", pointer)
         return f'"{{" {ws} {start} {ws} "}}"'
 
+    def key_language(self, schema: dict[str, Any], pointer: str) -> _Keys | None:
+        """What ``propertyNames`` allows, as full-match regexes for the grammar plus an exact
+        test for names; None when it cannot be enforced (then reported as checked after
+        decoding). Enforced: ``true``/``false``, ``type``, ``enum``/``const``, ``pattern``,
+        ``format`` and lengths (keywords of other types do not apply to names); composition
+        (``anyOf``, ``not``, ...) is not."""
+        if "propertyNames" not in schema:
+            return _Keys([], None, lambda name: True)
+        where = _ptr(pointer, "propertyNames")
+        sub = self.deref(schema["propertyNames"], where)
+        if sub is True or sub == {}:
+            self.note(where, "propertyNames", "enforced", "allows every name")
+            return _Keys([], None, lambda name: True)
+        if sub is False:
+            self.note(where, "propertyNames", "enforced", "no property allowed")
+            return _Keys([], [], lambda name: False)
+        if not isinstance(sub, dict):
+            raise SchemaError("propertyNames must be a schema", where)
+
+        def give_up(detail: str) -> None:
+            self.cannot_enforce(where, "propertyNames", detail)
+
+        try:
+            sub = self.merge_all_of(sub, where)
+        except UnsupportedSchemaError:
+            give_up("its allOf cannot be merged")
+            return None
+        except _NoValue:
+            self.note(where, "propertyNames", "enforced", "no property allowed")
+            return _Keys([], [], lambda name: False)
+        composite = sorted(set(sub) & {"$ref", "anyOf", "oneOf", "not", "if", _UNMERGED})
+        if composite:
+            give_up(f"{composite[0]} inside propertyNames")
+            return None
+        tests: list[Callable[[str], bool]] = []
+        pieces: list[str] = []
+        nothing = _Keys([], [], lambda name: False)
+        t = sub.get("type")
+        if t is not None and "string" not in ([t] if isinstance(t, str) else t):
+            self.note(where, "propertyNames", "enforced", "names are strings: no property allowed")
+            return nothing
+        if "format" in sub:
+            fmt = sub["format"]
+            rx = formats.format_regex(fmt) if isinstance(fmt, str) else None
+            if rx is None:
+                give_up(f"unknown format {fmt!r}")
+                return None
+            pieces.append(rx)
+            fmt_rx = re.compile(rx)
+            tests.append(lambda name: fmt_rx.fullmatch(name) is not None)
+        if "pattern" in sub:
+            pat = sub["pattern"]
+            try:
+                pieces.append(self.pattern_regex(pat, _ptr(where, "pattern"), ascii_classes=False))
+            except UnsupportedSchemaError as e:
+                give_up(e.message)
+                return None
+            tests.append(lambda name: _safe_search(pat, name))
+        lo = _count(sub, "minLength", where, 0) or 0
+        hi = _count(sub, "maxLength", where, None)
+        if lo > _MAX_COUNTED_CHARS or (hi is not None and hi > _MAX_COUNTED_CHARS):
+            give_up(f"length bounds above {_MAX_COUNTED_CHARS} characters")
+            return None
+        if lo or hi is not None:
+            pieces.append(f"(?s:.){{{lo},{'' if hi is None else hi}}}")
+            tests.append(lambda name: lo <= len(name) and (hi is None or len(name) <= hi))
+
+        def test(name: str) -> bool:
+            return all(t(name) for t in tests)
+
+        if "enum" not in sub and "const" not in sub:
+            return _Keys(pieces, None, test)
+        values = [sub["const"]] if "const" in sub else sub["enum"]
+        if not isinstance(values, list):
+            raise SchemaError("enum must be an array", _ptr(where, "enum"))
+        if "const" in sub and "enum" in sub:
+            values = [v for v in values if any(_json_equal(v, e) for e in sub["enum"])]
+        allowed = list(dict.fromkeys(v for v in values if isinstance(v, str) and test(v)))
+        if not allowed:
+            self.note(where, "propertyNames", "enforced", "no name satisfies it: no property allowed")
+            return nothing
+        return _Keys(
+            ["|".join(re.escape(v) for v in allowed)],
+            allowed if len(allowed) <= _MAX_NAMED_KEYS else None,
+            frozenset(allowed).__contains__,
+        )
+
+    def extra_members(
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        addl: Any,
+        pattern_props: dict[str, Any],
+        keys: _Keys | None,
+        names: list[str],
+        colon: str,
+    ) -> tuple[str | None, Callable[[int, int], str | None] | None]:
+        """The grammar of one additional (undeclared) member, or None when none may appear; and
+        `distinct` for the counting machine (containers.ObjectMembers).
+
+        An undeclared key falls in one class per subset T of the ``patternProperties`` patterns
+        (up to 2**_MAX_KEY_PATTERNS classes): it matches exactly the patterns of T, so its value
+        satisfies all of their schemas (``additionalProperties`` when T is empty). Each class is
+        one product automaton: ``propertyNames`` & patterns of T - other patterns - declared
+        names. Over the state budget, ``patternProperties`` and then ``propertyNames`` are
+        checked after decoding instead."""
+        pp_where = _ptr(pointer, "patternProperties")
+        pn_where = _ptr(pointer, "propertyNames")
+        declared = ["|".join(re.escape(n) for n in names)] if names else []
+        pp_reason: str | None = None
+        prx: dict[str, str] = {}
+        if len(pattern_props) > _MAX_KEY_PATTERNS:
+            pp_reason = f"more than {_MAX_KEY_PATTERNS} patterns"
+        else:
+            for pat in pattern_props:
+                try:
+                    prx[pat] = self.pattern_regex(pat, _ptr(pp_where, pat), ascii_classes=False)
+                except SchemaError as e:
+                    pp_reason = f"pattern {pat!r}: {e.message}"
+                    break
+        if keys is not None and keys.names is not None:
+            # Every allowed name is a declared member (object_body): no other key may appear.
+            if pattern_props:
+                self.note(pp_where, "patternProperties", "enforced", "the names propertyNames allows")
+            if "propertyNames" in schema:
+                self.note(pn_where, "propertyNames", "enforced")
+            return None, None
+        Class = tuple[list[str], list[str], str, str]  # key pieces, key minus, key rule, value rule
+
+        def build(use_pp: bool, pieces: list[str]) -> list[Class]:
+            out: list[Class] = []
+            pats = list(pattern_props) if use_pp else []
+            for mask in range(1 << len(pats)):
+                inside = [p for i, p in enumerate(pats) if mask >> i & 1]
+                if inside:
+                    subs = [pattern_props[p] for p in inside]
+                    sub = subs[0] if len(subs) == 1 else {"allOf": subs}
+                    at = "&".join(_ptr(pp_where, p) for p in inside)
+                elif addl is False:
+                    continue
+                else:
+                    sub, at = addl, _ptr(pointer, "additionalProperties")
+                if sub is False:
+                    continue
+                k_pieces = [*pieces, *(prx[p] for p in inside)]
+                k_minus = [*(prx[p] for p in pats if p not in inside), *declared]
+                if k_pieces or k_minus != declared:
+                    key = self.regular_string(k_pieces, k_minus)
+                else:
+                    key = self.extra_key(names)  # any other name: no product needed
+                if key is None:
+                    continue
+                try:
+                    value = self.child_rule(sub, at)
+                except _NoValue:
+                    continue
+                out.append((k_pieces, k_minus, key, value))
+            return out
+
+        key_pieces = keys.pieces if keys is not None else []
+        saved = self.snapshot()
+        classes: list[Class] = []
+        use_pp, use_keys = bool(pattern_props) and pp_reason is None, keys is not None
+        while True:
+            try:
+                classes = build(use_pp, key_pieces if use_keys else [])
+                break
+            except _TooBig:
+                self.restore(saved)
+                if use_pp:
+                    use_pp, pp_reason = False, "the key classes would need too many automaton states"
+                elif use_keys and key_pieces:
+                    use_keys = False
+                    self.cannot_enforce(
+                        pn_where, "propertyNames", "the keys would need too many automaton states"
+                    )
+                else:
+                    raise
+        if pattern_props:
+            if use_pp:
+                self.note(pp_where, "patternProperties", "enforced", f"{len(classes)} classes of extra keys")
+            else:
+                self.cannot_enforce(pp_where, "patternProperties", pp_reason or "")
+        if use_keys and "propertyNames" in schema:
+            self.note(
+                pn_where, "propertyNames", "enforced", "declared names that fail it are never generated"
+            )
+        if not classes:
+            return None, None
+        if names and addl is not False:
+            self.note(
+                _ptr(pointer, "additionalProperties"),
+                "additionalProperties",
+                "enforced",
+                "extra keys exclude the declared names",
+            )
+        members = [f"{key} {colon} {value}" for _, _, key, value in classes]
+        extra = members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
+        if len(classes) == 1 and not classes[0][0] and classes[0][1] == declared:
+            # Any key but the declared names: keys longer than every declared name, the j-th of
+            # length longest + 1 + j modulo n, so the n keys differ from each other.
+            longest = max((len(n) for n in names), default=0)
+            value = classes[0][3]
+
+            def distinct(j: int, n: int) -> str | None:
+                rx = f"(?s:.){{{longest + 1 + j}}}(?:(?s:.){{{n}}})*"
+                return f"{self.jstr(rx)} {colon} {value}"
+
+            return extra, distinct
+
+        def distinct_in_classes(j: int, n: int) -> str | None:
+            # The j-th of n keys that must differ: its length is j modulo n.
+            alts = []
+            for k_pieces, k_minus, _, value in classes:
+                try:
+                    key = self.regular_string([*k_pieces, f"(?s:.){{{j}}}(?:(?s:.){{{n}}})*"], k_minus)
+                except _TooBig:
+                    return None
+                if key is not None:
+                    alts.append(f"{key} {colon} {value}")
+            if not alts:
+                return None
+            return alts[0] if len(alts) == 1 else "( " + " | ".join(alts) + " )"
+
+        return extra, distinct_in_classes
+
     def dependency_map(
         self, schema: dict[str, Any], pointer: str
     ) -> tuple[dict[str, list[str]], set[str], dict[str, str | None]]:
@@ -1460,10 +1809,10 @@ class _Converter:
         """A JSON string key that is none of the declared names (so an extra property can never
         be a second copy of a declared one)."""
         if not declared:
-            return _json_string_of("(?s:.)*")
+            return self.jstr("(?s:.)*")
         # Strings other than the listed ones: no declared name as a full match. Built as a
         # negative-lookahead-free regex over the trie of declared names.
-        return _json_string_of(_not_in_regex(declared))
+        return self.jstr(_not_in_regex(declared))
 
     def any_value(self) -> str:
         if "any-value" not in self.rules:
@@ -1471,10 +1820,10 @@ class _Converter:
             self.rules["any-value"] = (
                 f'"{{" {ws} ( any-member ( {ws} "," {ws} any-member )* {ws} )? "}}"'
                 f' | "[" {ws} ( any-value ( {ws} "," {ws} any-value )* {ws} )? "]"'
-                f" | {_json_string_of('(?s:.)*')} | {_regex_terminal(numbers.number_regex())}"
+                f" | {self.jstr('(?s:.)*')} | {_regex_terminal(numbers.number_regex())}"
                 ' | "true" | "false" | "null"'
             )
-            self.rules["any-member"] = f'{_json_string_of("(?s:.)*")} {ws} ":" {ws} any-value'
+            self.rules["any-member"] = f'{self.jstr("(?s:.)*")} {ws} ":" {ws} any-value'
         return "any-value"
 
 
@@ -1766,16 +2115,29 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def _quick_check(schema: dict[str, Any], value: Any) -> bool:
-    """Does `value` satisfy `schema`? (Used to filter enum values; jsonschema does the work.)"""
+    """Does `value` satisfy `schema`? (Used to filter enum values; jsonschema does the work.)
+    Formats the grammar enforces are checked with the grammar's regexes (the post-decoding
+    validation skips them), also inside the value (``propertyNames``, ``items``, ...)."""
     import jsonschema
 
     try:
-        jsonschema.Draft202012Validator(schema).validate(value)
+        jsonschema.Draft202012Validator(schema, format_checker=_format_checker()).validate(value)
     except jsonschema.ValidationError:
         return False
     except jsonschema.exceptions.RefResolutionError:
         return True
     return True
+
+
+@lru_cache(maxsize=1)
+def _format_checker() -> Any:
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+    for name, rx in formats.FORMAT_REGEXES.items():
+        compiled = re.compile(rx)
+        checker.checks(name)(lambda v, c=compiled: not isinstance(v, str) or c.fullmatch(v) is not None)
+    return checker
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]:
@@ -1784,21 +2146,14 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
     out = dict(a)
     b = dict(b)
     _merge_groups(out, b)
-    # `additionalProperties` applies to the names its own schema object does not declare, and
-    # `items` to the positions after its own `prefixItems`: merging two objects must keep that.
-    if ({"properties", "additionalProperties"} & a.keys()) and (
-        {"properties", "additionalProperties"} & b.keys()
-    ):
-        pa, pb = a.get("properties", {}), b.get("properties", {})
-        aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
-        props = {}
-        for name in [*pa, *[n for n in pb if n not in pa]]:
-            props[name] = _all_of(pa.get(name, aa), pb.get(name, ab))
-        out["properties"] = props
-        if "additionalProperties" in a or "additionalProperties" in b:
-            out["additionalProperties"] = _all_of(aa, ab)
-        b.pop("properties", None)
-        b.pop("additionalProperties", None)
+    # `additionalProperties` applies to the names its own schema object does not declare (in
+    # `properties` or by a `patternProperties` pattern), and `items` to the positions after its
+    # own `prefixItems`: merging two objects must keep that.
+    object_keys = {"properties", "additionalProperties", "patternProperties"}
+    if (object_keys & a.keys()) and (object_keys & b.keys()):
+        _merge_objects(out, a, b)
+        for key in object_keys:
+            b.pop(key, None)
     if (
         ({"prefixItems", "items"} & a.keys())
         and ({"prefixItems", "items"} & b.keys())
@@ -1868,6 +2223,57 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
                 else {**out, **_wrap_branch(out, p)}
             )
     return out
+
+
+def _merge_objects(out: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> None:
+    """`properties`/`patternProperties`/`additionalProperties` of ``allOf: [a, b]`` as one
+    schema (into `out`). A name declared on one side gets that side's schema there, and on the
+    other side the other's declared schema, else its patterns' (applied by the merged
+    patternProperties), else its additionalProperties. Patterns of one side get the other
+    side's additionalProperties folded in when that side has no patterns and declares no name
+    they match; otherwise (both sides have patterns and one has a restrictive
+    additionalProperties) the second side's patterns are checked after decoding."""
+    pa, pb = a.get("properties", {}), b.get("properties", {})
+    aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
+    xa, xb = a.get("patternProperties", {}), b.get("patternProperties", {})
+    if not all(isinstance(x, dict) for x in (pa, pb, xa, xb)):
+        raise SchemaError("properties and patternProperties must be objects", "#")
+
+    def own(props: dict[str, Any], pats: dict[str, Any], addl: Any, name: str) -> Any:
+        if name in props:
+            return props[name]
+        return True if any(_safe_search(p, name) for p in pats) else addl
+
+    names = [*pa, *[n for n in pb if n not in pa]]
+    if names:
+        out["properties"] = {n: _all_of(own(pa, xa, aa, n), own(pb, xb, ab, n)) for n in names}
+
+    def foldable(pats: dict[str, Any], other_props: dict[str, Any], other_addl: Any) -> bool:
+        return _trivial(other_addl) or not any(_safe_search(p, n) for p in pats for n in other_props)
+
+    pats: dict[str, Any] = {}
+    if xa and xb and not (_trivial(aa) and _trivial(ab)):
+        pats = dict(xa)
+        out[_UNMERGED] = [*out.get(_UNMERGED, []), "patternProperties"]
+    elif (xa and not foldable(xa, pb, ab)) or (xb and not foldable(xb, pa, aa)):
+        pats = dict(xa)
+        if xb:
+            out[_UNMERGED] = [*out.get(_UNMERGED, []), "patternProperties"]
+    else:
+        pats = {p: _all_of(s, ab) if not xb else s for p, s in xa.items()}
+        for p, s in xb.items():
+            s = _all_of(s, aa) if not xa else s
+            pats[p] = _all_of(pats[p], s) if p in pats else s
+    if pats:
+        out["patternProperties"] = pats
+    else:
+        out.pop("patternProperties", None)
+    if "additionalProperties" in a or "additionalProperties" in b:
+        out["additionalProperties"] = _all_of(aa, ab)
+
+
+def _trivial(schema: Any) -> bool:
+    return schema is True or schema == {}
 
 
 def _merge_groups(out: dict[str, Any], b: dict[str, Any]) -> None:

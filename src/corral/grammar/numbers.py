@@ -41,12 +41,14 @@ magnitude (``0..2**63-1``: 335 characters); its group nesting grows with their s
 
 from __future__ import annotations
 
+import math
+import sys
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from functools import lru_cache
 
 from corral.grammar.regex_text import scan
 
-__all__ = ["integer_regex", "number_regex"]
+__all__ = ["float_safe_bound", "integer_regex", "number_regex"]
 
 Bound = Decimal | int | float
 
@@ -518,3 +520,56 @@ def number_regex(
     if allow_exponent and (lo is None or lo.is_zero()) and (hi is None or hi.is_zero()):
         return _exponent_range(lo, exclusive_minimum, hi, exclusive_maximum)
     return _decimal_range(lo, exclusive_minimum, hi, exclusive_maximum)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds as validators see them
+
+
+# Decimal values at least this large parse to an infinite float (the largest double plus half
+# of its last step rounds up); rounded up to a short decimal, which is stricter.
+_BEYOND_FLOAT = Decimal("1.8e308")
+
+
+def float_safe_bound(v: int | float, lower: bool, exclusive: bool) -> Decimal:
+    """An *inclusive* bound on the exact decimal value of a number text that guarantees the
+    comparison a validator makes after parsing the text into a float.
+
+    A JSON parser (Python's ``json``, so ``jsonschema``) reads ``5.0000000000000000001`` and
+    ``1e-400`` as the floats ``5.0`` and ``0.0``, and compares them with the schema's bound ``v``
+    exactly: ``exclusiveMinimum: 5`` then rejects the first, ``exclusiveMinimum: 0`` the second,
+    although their decimal values are in range. Rounding to the nearest float is monotonic, so
+    every text whose decimal value is at least the returned bound (``lower``; at most, otherwise)
+    parses to a float ``f`` with ``f >= v`` (``f > v`` when ``exclusive``; ``<=``/``<`` for
+    upper bounds): the bound is the shortest spelling of the first float on the right side of
+    ``v``. It is stricter than the float comparison only for values within one float step of
+    ``v`` (``exclusiveMinimum: 0`` allows ``5e-324`` and above, not ``3e-324``, which rounds up
+    to ``5e-324``), and equals ``Decimal(str(v))`` for an inclusive float bound.
+    """
+    exact = Decimal(v)  # the bound's exact value (binary fraction for a float)
+    top, bottom = Decimal(sys.float_info.max), Decimal(-sys.float_info.max)  # (exact; no `-top`)
+    if lower and exact >= top:
+        return max(exact, _BEYOND_FLOAT)  # only texts that parse to +inf
+    if not lower and exact <= bottom:
+        return min(exact, Decimal("-1.8e308"))
+    if lower and exact < bottom:
+        return Decimal(repr(-sys.float_info.max))
+    if not lower and exact > top:
+        return Decimal(repr(sys.float_info.max))
+    step = math.inf if lower else -math.inf
+    back = -step
+
+    def ok(f: float) -> bool:
+        d = Decimal(f)
+        if lower:
+            return d > exact or (d == exact and not exclusive)
+        return d < exact or (d == exact and not exclusive)
+
+    f = float(exact)
+    while not ok(f):
+        f = math.nextafter(f, step)
+    while ok(math.nextafter(f, back)):
+        f = math.nextafter(f, back)
+    if math.isinf(f):
+        return _BEYOND_FLOAT if lower else Decimal("-1.8e308")
+    return Decimal(repr(f))
