@@ -32,8 +32,9 @@ import jsonschema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import corral  # noqa: E402
 from extraction_set import items  # noqa: E402
+
+import corral  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,6 +61,7 @@ class Tally:
         self.name = name
         self.n = self.ok = self.tokens = self.passes = 0
         self.wall = self.decode = self.mask = 0.0
+        self.texts: list[str] = []
 
     def add(
         self, ok: bool, tokens: int, passes: int, wall: float, decode: float = 0.0, mask: float = 0.0
@@ -177,6 +179,8 @@ def main() -> int:
         print(f"\nmasked / free, per output token: {per(m) / per(f):.3f}")
         print(f"jump: output tokens / forward passes: {j.tokens / max(1, j.passes):.2f}")
         print(f"jump / free, wall time: {j.wall / f.wall:.3f}")
+        same = sum(a == b for a, b in zip(m.texts, j.texts, strict=True))
+        print(f"jump vs masked: {same}/{len(j.texts)} outputs identical")
     if args.json:
         args.json.write_text(json.dumps([dict(zip(head, t.row(), strict=True)) for t in tallies], indent=1))
     return 0

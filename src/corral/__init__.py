@@ -5,6 +5,7 @@ and at every decoding step gives the sampler a bitmask of the tokens that keep t
 completable. See the README for the API, the grammar syntax and the limits.
 """
 
+from corral.classification import Classification, classify, fit_temperature
 from corral.engine import (
     DEFAULT_LIMITS,
     CompiledGrammar,
@@ -43,6 +44,9 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_LIMITS",
     "BudgetError",
+    "Classification",
+    "classify",
+    "fit_temperature",
     "CorralLogitsProcessor",
     "GenerationResult",
     "SamplingParams",

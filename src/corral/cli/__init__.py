@@ -18,7 +18,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     from corral import __version__
-    from corral.cli import generate_cmd
+    from corral.cli import classify_cmd, generate_cmd
 
     parser = argparse.ArgumentParser(
         prog="corral",
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     generate_cmd.add_parser(sub)
+    classify_cmd.add_parser(sub)
     return parser
 
 

@@ -22,9 +22,10 @@ from typing import Any
 from corral.errors import CorralError
 from corral.generation.backends.base import Backend, Prompt
 from corral.generation.constraint import Constraint, make_constraint
-from corral.generation.decode import RowOutput, TextCallback, decode
+from corral.generation.decode import BudgetError, RowOutput, TextCallback, decode
 from corral.generation.loading import load_model
 from corral.generation.sampling import SamplingParams
+from corral.generation.scoring import answer_ids, score_continuations
 from corral.schema import OutputValidationError
 
 __all__ = ["GenerationResult", "generate", "stream", "TextStream", "as_backend"]
@@ -143,7 +144,9 @@ def generate(
         The constraint — at most one: a JSON Schema (dict/text) or Pydantic model/type; a
         regular expression (full match); grammar text (GBNF + ``/regex/``) or a compiled
         grammar; a list of allowed strings; or ``json=True`` for any JSON value. None of them:
-        free generation.
+        free generation. Under greedy decoding, ``choices`` returns the most probable choice as
+        a whole answer (scored exactly, as :func:`corral.classify` does); with sampling, the
+        choices are decoded token by token under the mask.
     max_new_tokens
         Output budget. Constrained output is steered to finish within it, valid; if even the
         shortest valid output cannot fit, :class:`corral.BudgetError` is raised before decoding.
@@ -155,7 +158,8 @@ def generate(
         Render text prompts with the model's chat template (default: when it has one).
     schema_options
         Options for :func:`corral.compile_json_schema` (whitespace, extra_properties, ...).
-        Generation defaults to ``whitespace="pretty"`` (indent 2, the layout forced).
+        Generation defaults to ``whitespace="pretty"`` (indent 2, the layout forced) and
+        ``escapes="canonical"`` (one spelling per string, as ``json.dumps(ensure_ascii=False)``).
     on_text
         ``on_text(row, delta)`` is called with each new piece of text (streaming).
 
@@ -173,7 +177,9 @@ def generate(
     if schema is not None or json:
         # Generation default: the json.dumps(indent=2) layout small instruct models write
         # anyway, fully dictated by the grammar, so jump-ahead skips every layout token.
-        schema_options = {"whitespace": "pretty", **(schema_options or {})}
+        # Canonical escapes: one spelling per key/string, so keys are forced byte for byte and
+        # the model cannot drift into `\u0072`-style spellings.
+        schema_options = {"whitespace": "pretty", "escapes": "canonical", **(schema_options or {})}
     constraint = make_constraint(
         backend.tokenizer,
         schema=schema,
@@ -192,6 +198,10 @@ def generate(
                 f"{where}{len(p)} prompt tokens + max_new_tokens={max_new_tokens} exceed the "
                 f"model's context of {backend.context_length} tokens"
             )
+    if constraint is not None and constraint.kind == "choices" and params.greedy:
+        return _best_choices(
+            backend, prompts, chat, constraint, max_new_tokens, on_text, single, t0, t_compile
+        )
     grammar_c = constraint.grammar if constraint is not None else None
     outs, stats = decode(
         backend,
@@ -236,6 +246,66 @@ def _result(
         forced_tokens=out.forced_tokens,
         timing=dict(timing),
     )
+
+
+def _best_choices(
+    backend: Backend,
+    prompts: list[Prompt],
+    chat: bool | None,
+    constraint: Constraint,
+    max_new_tokens: int,
+    on_text: TextCallback | None,
+    single: bool,
+    t0: float,
+    t_compile: float,
+) -> Any:
+    """Greedy decoding over a closed set of choices is the choice with the highest probability
+    as a whole answer (its tokens, then the end token) — scored exactly, in one or two forward
+    passes, so it agrees with :func:`corral.classify`. Token-by-token greedy could commit to a
+    shared first token and miss the most probable choice."""
+    import numpy as np
+
+    choices = list(constraint.choices or ())
+    texts = [backend.render_text(p, chat=chat) for p in prompts]
+    ids = [backend.encode(t, add_special=a) for t, a in texts]
+    conts = [[answer_ids(backend, t, i, c, a) for c in choices] for (t, a), i in zip(texts, ids, strict=True)]
+    t1 = time.perf_counter()
+    # The end token is scored only when a choice is a token-prefix of another (as classify does).
+    prefix_pair = any(len(a) < len(b) and b[: len(a)] == a for cs in conts for a in cs for b in cs)
+    end_ids = backend.tokenizer.eos_ids if prefix_pair else ()
+    scores = score_continuations(backend, ids, conts, end_ids=end_ids)
+    for p, cs in enumerate(conts):
+        for c, toks in enumerate(cs):
+            if len(toks) > max_new_tokens:
+                scores[p, c] = -np.inf
+    if not np.isfinite(scores.max(axis=1)).all():
+        raise BudgetError(f"no choice fits in max_new_tokens={max_new_tokens} tokens")
+    decode_s = time.perf_counter() - t1
+    # The prompts, then (for multi-token choices or end tokens) the continuations forked from them.
+    passes = 2 if end_ids or any(len(x) > 1 for cs in conts for x in cs) else 1
+    results = []
+    for p, row in enumerate(scores):
+        best = int(np.argmax(row))
+        text = choices[best]
+        if on_text is not None:
+            on_text(p, text)
+        timing = {"compile": t_compile, "decode": decode_s, "forward": decode_s, "mask": 0.0}
+        timing["total"] = time.perf_counter() - t0
+        results.append(
+            GenerationResult(
+                text=text,
+                value=text,
+                error=None,
+                stop_reason="complete",
+                truncated=False,
+                prompt_tokens=len(ids[p]),
+                completion_tokens=len(conts[p][best]),
+                forward_passes=passes,
+                forced_tokens=0,
+                timing=timing,
+            )
+        )
+    return results[0] if single else results
 
 
 class TextStream:

@@ -18,7 +18,7 @@ from corral.engine import CompiledGrammar, compile_grammar, compile_regex
 from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
 from corral.tokenizer import Tokenizer
 
-__all__ = ["Constraint", "make_constraint", "choices_regex"]
+__all__ = ["Constraint", "make_constraint", "choices_regex", "validate_choices"]
 
 
 @dataclass(frozen=True)
@@ -56,21 +56,26 @@ class Constraint:
         return text
 
 
-def choices_regex(choices: Sequence[str]) -> str:
-    """A regex matching exactly one of ``choices`` (validated: non-empty, distinct strings)."""
+def validate_choices(choices: Sequence[str], what: str = "choice") -> None:
+    """Check a closed set of strings: a non-empty list of distinct, non-empty strings."""
     if isinstance(choices, str) or not isinstance(choices, Sequence):
-        raise TypeError("choices must be a list of strings")
+        raise TypeError(f"{what}s must be a list of strings")
     if not choices:
-        raise ValueError("choices is empty: give at least one")
+        raise ValueError(f"the {what} set is empty: give at least one")
     seen: set[str] = set()
     for i, c in enumerate(choices):
         if not isinstance(c, str):
-            raise TypeError(f"choice {i} is {type(c).__name__}, not a string")
+            raise TypeError(f"{what} {i} is {type(c).__name__}, not a string")
         if not c:
-            raise ValueError(f"choice {i} is the empty string")
+            raise ValueError(f"{what} {i} is the empty string")
         if c in seen:
-            raise ValueError(f"choice {c!r} is listed twice")
+            raise ValueError(f"{what} {c!r} is listed twice")
         seen.add(c)
+
+
+def choices_regex(choices: Sequence[str]) -> str:
+    """A regex matching exactly one of ``choices`` (validated: non-empty, distinct strings)."""
+    validate_choices(choices)
     return "|".join(re.escape(c) for c in choices)
 
 

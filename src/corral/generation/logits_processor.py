@@ -89,7 +89,9 @@ class CorralLogitsProcessor:
         if remaining > need + self.margin:
             return
         allowed = np.flatnonzero(np.unpackbits(mask[i].view(np.uint8), bitorder="little")[: self.tok.width])
-        order = allowed[np.argsort(-row_scores[allowed].float().cpu().numpy())][:32]
+        vals = row_scores[allowed]  # a torch tensor (transformers) or a numpy array (llama.cpp)
+        vals = vals.float().cpu().numpy() if hasattr(vals, "cpu") else np.asarray(vals, dtype=np.float32)
+        order = allowed[np.argsort(-vals)][:32]
         choice = None
         for t in order.tolist():
             if t in self.eos:

@@ -25,14 +25,23 @@ class Batch(ABC):
     """The decoding state (KV cache) of a batch of sequences."""
 
     @abstractmethod
-    def forward(self, chunks: Sequence[Sequence[int]]) -> Any:
+    def forward(self, chunks: Sequence[Sequence[int]], *, all_positions: bool = False) -> Any:
         """Append ``chunks[i]`` (at least one token) to row ``i`` and return a float32 torch
-        tensor ``(rows, width)`` of the logits that follow each row's last token."""
+        tensor ``(rows, width)`` of the logits that follow each row's last token.
+
+        With ``all_positions`` the result is ``(rows, n, width)`` for the longest chunk length
+        ``n``: row ``i``'s chunk occupies the *last* ``len(chunks[i])`` positions (left padded),
+        and position ``j`` holds the logits after the chunk's token at ``j``."""
 
     @abstractmethod
     def keep(self, rows: Sequence[int]) -> None:
         """Keep only the given rows (in this order), dropping finished sequences so they stop
         costing compute."""
+
+    @abstractmethod
+    def fork(self, rows: Sequence[int]) -> Batch:
+        """A new, independent batch whose row ``k`` continues this batch's row ``rows[k]`` (rows
+        may repeat: several continuations of one prompt share its prefill)."""
 
 
 class Backend(ABC):
@@ -52,10 +61,22 @@ class Backend(ABC):
         return False
 
     @abstractmethod
+    def render_text(self, prompt: Prompt, *, chat: bool | None = None) -> tuple[str, bool]:
+        """The prompt as text, and whether the tokenizer should add its special prefix (BOS).
+
+        Messages always use the chat template; plain text uses it (as one user message) when
+        ``chat`` is true, or when ``chat`` is None and the model has one; otherwise the text is
+        used as is (with the tokenizer's BOS, if it adds one)."""
+
+    @abstractmethod
+    def encode(self, text: str, *, add_special: bool = False) -> list[int]:
+        """Token ids of ``text`` as the model's own tokenizer produces them (special-token
+        text such as ``<|im_start|>`` becomes the special token)."""
+
     def render(self, prompt: Prompt, *, chat: bool | None = None) -> list[int]:
-        """Token ids of a prompt. Messages always use the chat template; plain text uses it
-        (as one user message) when ``chat`` is true, or when ``chat`` is None and the model has
-        one; otherwise the text is tokenized as is."""
+        """Token ids of a prompt (see :meth:`render_text`)."""
+        text, add_special = self.render_text(prompt, chat=chat)
+        return self.encode(text, add_special=add_special)
 
     @abstractmethod
     def new_batch(self) -> Batch:

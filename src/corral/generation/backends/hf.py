@@ -8,6 +8,7 @@ share one forward pass and still compute exactly what they would alone.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -66,19 +67,23 @@ class TransformersBackend(Backend):
     def has_chat_template(self) -> bool:
         return bool(getattr(self.hf_tokenizer, "chat_template", None))
 
-    def render(self, prompt: Prompt, *, chat: bool | None = None) -> list[int]:
-        tok = self.hf_tokenizer
+    def render_text(self, prompt: Prompt, *, chat: bool | None = None) -> tuple[str, bool]:
         if isinstance(prompt, str):
             use_chat = self.has_chat_template if chat is None else chat
             if not use_chat:
-                return [int(i) for i in tok(prompt, add_special_tokens=True)["input_ids"]]
+                return prompt, True
             messages: Sequence[Any] = [{"role": "user", "content": prompt}]
         else:
             messages = prompt
         if not self.has_chat_template:
             raise CorralError(f"model {self.source} has no chat template: pass the prompt as text")
-        text = tok.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
-        return [int(i) for i in tok(text, add_special_tokens=False)["input_ids"]]
+        text = self.hf_tokenizer.apply_chat_template(
+            list(messages), add_generation_prompt=True, tokenize=False
+        )
+        return str(text), False
+
+    def encode(self, text: str, *, add_special: bool = False) -> list[int]:
+        return [int(i) for i in self.hf_tokenizer(text, add_special_tokens=add_special)["input_ids"]]
 
     def new_batch(self) -> Batch:
         return _HFBatch(self)
@@ -105,7 +110,7 @@ class _HFBatch(Batch):
         self.mask: Any = None  # (rows, cached length) 1 = real token, 0 = pad
         self.pos: Any = None  # (rows,) position of each row's next token
 
-    def forward(self, chunks: Sequence[Sequence[int]]) -> Any:
+    def forward(self, chunks: Sequence[Sequence[int]], *, all_positions: bool = False) -> Any:
         torch = self.b._torch
         rows = len(chunks)
         n = max(len(c) for c in chunks)
@@ -128,13 +133,25 @@ class _HFBatch(Batch):
                 attention_mask=mask.to(dev),
                 position_ids=positions.to(dev),
                 use_cache=True,
-                logits_to_keep=1,
+                logits_to_keep=0 if all_positions else 1,
                 **{self.b._cache_arg: self.cache},
             )
         self.cache = getattr(out, self.b._cache_arg)
         self.mask = mask
         self.pos = self.pos + chunk_mask.sum(dim=1)
-        return out.logits[:, -1, :].float()
+        return out.logits.float() if all_positions else out.logits[:, -1, :].float()
+
+    def fork(self, rows: Sequence[int]) -> Batch:
+        new = _HFBatch(self.b)
+        if self.pos is None:
+            return new
+        torch = self.b._torch
+        index = torch.tensor(list(rows), dtype=torch.long)
+        new.cache = copy.deepcopy(self.cache)
+        new.cache.batch_select_indices(index.to(self.b.device))
+        new.mask = self.mask[index]
+        new.pos = self.pos[index]
+        return new
 
     def keep(self, rows: Sequence[int]) -> None:
         if self.pos is None or list(rows) == list(range(self.pos.shape[0])):

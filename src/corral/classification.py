@@ -1,0 +1,315 @@
+"""Closed-set classification: score every label as a whole sequence, with calibrated confidence.
+
+    model = corral.load_model()
+    results = corral.classify(model, ["I was charged twice"], ["billing", "technical", "account"])
+    results[0].label, results[0].probability     # 'billing', 0.93
+
+For each text the prompt is rendered (a template, with the model's chat template when it has
+one) and each label is scored as the model would write it as the answer: the log-probability of
+its tokens exactly as the tokenizer produces them after that prompt (plus that of the end token
+after it when one label is a prefix of another). The probabilities are normalised over the label
+set. One forward pass per batch of texts when every label is a single token; otherwise one more
+pass over the distinct label-token prefixes, forked from the prompts' KV cache (see
+:mod:`corral.generation.scoring`) — never one pass per label. The prompts' common prefix (system
+prompt, instructions) is computed once per call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from corral.errors import CorralError
+from corral.generation.api import as_backend
+from corral.generation.constraint import validate_choices
+from corral.generation.scoring import answer_ids, score_continuations, shared_prefix
+
+__all__ = ["Classification", "classify", "fit_temperature", "DEFAULT_TEMPLATE"]
+
+DEFAULT_TEMPLATE = "{instructions}\n\nLabels:\n{legend}\n\nText:\n{text}\n\nAnswer with the label only."
+DEFAULT_INSTRUCTIONS = "Classify the text into exactly one of the labels."
+
+
+@dataclass
+class Classification:
+    """The outcome for one text.
+
+    Attributes
+    ----------
+    label : str or None
+        The winning label, or None when its probability is below ``threshold`` (``review``).
+    top_label : str
+        The most probable label, whatever the threshold.
+    probability : float
+        ``top_label``'s probability, normalised over the label set.
+    probabilities : dict
+        Every label's normalised probability (summing to 1), in label order.
+    logprobs : dict
+        Every label's sequence log-probability under the model, as scored (per token when
+        ``length_normalize`` is on), before calibration.
+    review : bool
+        True when routed to review by ``threshold``.
+    """
+
+    label: str | None
+    top_label: str
+    probability: float
+    probabilities: dict[str, float]
+    logprobs: dict[str, float]
+    review: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "top_label": self.top_label,
+            "probability": self.probability,
+            "review": self.review,
+            "probabilities": self.probabilities,
+            "logprobs": self.logprobs,
+        }
+
+
+def _legend(labels: Sequence[str], descriptions: Mapping[str, str] | None) -> str:
+    lines = []
+    for label in labels:
+        d = (descriptions or {}).get(label)
+        lines.append(f"- {label}: {d}" if d else f"- {label}")
+    return "\n".join(lines)
+
+
+def _has_prefix_pair(seqs: Sequence[Sequence[int]]) -> bool:
+    """Is some token sequence a proper prefix of another (``refund`` / ``refund_request``)?"""
+    return any(len(a) < len(b) and list(b[: len(a)]) == list(a) for a in seqs for b in seqs)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def score_labels(
+    model: Any,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    *,
+    template: str = DEFAULT_TEMPLATE,
+    instructions: str = DEFAULT_INSTRUCTIONS,
+    descriptions: Mapping[str, str] | None = None,
+    system: str | None = None,
+    chat: bool | None = None,
+    length_normalize: bool = False,
+    score_end: bool | None = None,
+    batch_size: int = 8,
+    on_batch: Callable[[int], None] | None = None,
+    tokenizer: Any = None,
+) -> np.ndarray:
+    """``(texts, labels)`` sequence log-probabilities (the raw scores :func:`classify` uses)."""
+    backend = as_backend(model, tokenizer)
+    validate_choices(labels, what="label")
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings (got one string)")
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    if "{text}" not in template:
+        raise ValueError("template must contain {text}")
+    legend = _legend(labels, descriptions)
+    end_ids = tuple(backend.tokenizer.eos_ids)
+    # Render everything first: bad input fails before any model work, and the prompts' common
+    # prefix (chat system prompt, instructions) is computed once for the whole job.
+    prompts: list[list[int]] = []
+    conts: list[list[list[int]]] = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"text {i} is {type(text).__name__}, not a string")
+        body = template.format(text=text, labels=", ".join(labels), legend=legend, instructions=instructions)
+        prompt: Any = body
+        if system is not None:
+            prompt = [{"role": "system", "content": system}, {"role": "user", "content": body}]
+        ptext, add_special = backend.render_text(prompt, chat=chat)
+        pids = backend.encode(ptext, add_special=add_special)
+        ids = [answer_ids(backend, ptext, pids, lab, add_special) for lab in labels]
+        for lab, lid in zip(labels, ids, strict=True):
+            if not lid:
+                raise ValueError(f"label {lab!r} tokenizes to nothing")
+        longest = max(len(x) for x in ids) + 1
+        if len(pids) + longest > backend.context_length:
+            raise CorralError(
+                f"text {i}: the prompt is {len(pids)} tokens; with the longest label it exceeds "
+                f"the model's context of {backend.context_length}"
+            )
+        prompts.append(pids)
+        conts.append(ids)
+    if score_end is None:
+        score_end = any(_has_prefix_pair(c) for c in conts)
+    end_ids = end_ids if score_end else ()
+    prefix = shared_prefix(backend, prompts) if len(prompts) > 1 else None
+    out = np.zeros((len(texts), len(labels)))
+    for start in range(0, len(texts), batch_size):
+        stop = start + batch_size
+        scores = score_continuations(
+            backend, prompts[start:stop], conts[start:stop], end_ids=end_ids, prefix=prefix
+        )
+        if length_normalize:
+            lengths = np.array([[len(x) + 1 for x in c] for c in conts[start:stop]], dtype=np.float64)
+            scores = scores / lengths
+        out[start:stop] = scores
+        if on_batch is not None:
+            on_batch(len(scores))
+    return out
+
+
+def classify(
+    model: Any,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    *,
+    threshold: float | None = None,
+    temperature: float = 1.0,
+    template: str = DEFAULT_TEMPLATE,
+    instructions: str = DEFAULT_INSTRUCTIONS,
+    descriptions: Mapping[str, str] | None = None,
+    system: str | None = None,
+    chat: bool | None = None,
+    length_normalize: bool = False,
+    score_end: bool | None = None,
+    batch_size: int = 8,
+    progress: bool = False,
+    tokenizer: Any = None,
+) -> list[Classification]:
+    """Classify each text into one of ``labels`` by scoring every label.
+
+    Parameters
+    ----------
+    model
+        A backend from :func:`corral.load_model`, a path, or a transformers model (with
+        ``tokenizer=``).
+    texts, labels
+        The items and the closed label set (non-empty, distinct, non-empty strings).
+    threshold
+        Items whose top probability is below it get ``label=None, review=True``.
+    temperature
+        Calibration: probabilities are ``softmax(logprob / temperature)`` over the labels; fit it
+        with :func:`fit_temperature` on a small labelled set.
+    template
+        The prompt; ``{text}`` is required, ``{labels}`` (comma-separated), ``{legend}`` (one
+        line per label, with its description) and ``{instructions}`` are optional. Use
+        ``"{text}"`` to send each text as is.
+    descriptions
+        ``{label: description}`` shown in the legend.
+    system, chat
+        A system message; whether to use the chat template (default: when the model has one).
+    length_normalize
+        Score labels by mean log-probability per token (label tokens + the end token) instead of
+        the total, which otherwise favours labels of fewer tokens.
+    score_end
+        Also score the end of the answer (the model's end-of-turn/EOS right after the label).
+        Needed when a label's tokens are a prefix of another's (``refund`` /
+        ``refund_request``: without it the shorter one always wins); None (default) turns it on
+        exactly then. Off, a label's score is the log-probability of its tokens, and labels with
+        distinct single-token spellings take one forward pass per batch.
+    batch_size, progress
+        Texts per forward pass; a progress bar on stderr.
+    """
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    bar = None
+    if progress:
+        from corral.cli.progress import Progress
+
+        bar = Progress(len(texts), "classify")
+    try:
+        scores = score_labels(
+            model,
+            texts,
+            labels,
+            template=template,
+            instructions=instructions,
+            descriptions=descriptions,
+            system=system,
+            chat=chat,
+            length_normalize=length_normalize,
+            score_end=score_end,
+            batch_size=batch_size,
+            on_batch=bar.update if bar is not None else None,
+            tokenizer=tokenizer,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    return results_from_scores(scores, labels, threshold=threshold, temperature=temperature)
+
+
+def results_from_scores(
+    scores: np.ndarray, labels: Sequence[str], *, threshold: float | None = None, temperature: float = 1.0
+) -> list[Classification]:
+    """Turn ``(texts, labels)`` log-probabilities into :class:`Classification` results."""
+    probs = _softmax(scores / temperature)
+    out = []
+    for row_scores, row in zip(scores, probs, strict=True):
+        best = int(np.argmax(row))
+        p = float(row[best])
+        review = threshold is not None and p < threshold
+        out.append(
+            Classification(
+                label=None if review else labels[best],
+                top_label=labels[best],
+                probability=p,
+                probabilities={lab: float(x) for lab, x in zip(labels, row, strict=True)},
+                logprobs={lab: float(x) for lab, x in zip(labels, row_scores, strict=True)},
+                review=review,
+            )
+        )
+    return out
+
+
+def fit_temperature(
+    model: Any, texts: Sequence[str], gold: Sequence[str], labels: Sequence[str], **kwargs: Any
+) -> float:
+    """Fit the calibration temperature on a labelled set: the ``T`` minimising the negative
+    log-likelihood of the gold labels under ``softmax(logprob / T)`` (temperature scaling).
+
+    ``kwargs`` are passed to :func:`score_labels` (template, chat, ...); use the same ones when
+    classifying. Returns ``T``; pass it as ``classify(..., temperature=T)``.
+    """
+    if len(texts) != len(gold):
+        raise ValueError("one gold label per text")
+    index = {lab: i for i, lab in enumerate(labels)}
+    unknown = [g for g in gold if g not in index]
+    if unknown:
+        raise ValueError(f"gold label {unknown[0]!r} is not in the label set")
+    scores = score_labels(model, texts, labels, **kwargs)
+    return temperature_for(scores, [index[g] for g in gold])
+
+
+def temperature_for(scores: np.ndarray, gold: Sequence[int]) -> float:
+    """The NLL-minimising temperature for given scores and gold indices (golden-section search on
+    log T in [-4, 4]; the NLL is convex in 1/T)."""
+    idx = np.asarray(gold)
+
+    def nll(log_t: float) -> float:
+        z = scores / math.exp(log_t)
+        z = z - z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return float(-logp[np.arange(len(idx)), idx].mean())
+
+    lo, hi = -4.0, 4.0
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = nll(a), nll(b)
+    for _ in range(80):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = nll(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = nll(b)
+    return math.exp((lo + hi) / 2)
