@@ -2,20 +2,54 @@
 // See compiled_grammar.hpp for what an entry holds and why.
 #include "compiled_grammar.hpp"
 
+#include <algorithm>
 #include <map>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 
 namespace corral {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Grammar grammar,
                                  const Limits& limits)
-    : vocab_(std::move(vocab)), grammar_(std::move(grammar)), limits_(limits) {
-  for (const Terminal& t : grammar_.terminals) names_tokens_ = names_tokens_ || t.is_token;
+    : vocab_(std::move(vocab)), grammar_(std::make_shared<const Grammar>(std::move(grammar))), limits_(limits) {
+  for (const Terminal& t : grammar_->terminals) {
+    names_tokens_ = names_tokens_ || t.is_token;
+    dfas_.push_back(&t.dfa);
+    slot_terminal_.push_back(t.is_slot ? 1 : 0);
+    if (t.is_slot) slot_names_.push_back(t.slot.name);
+  }
+  std::sort(slot_names_.begin(), slot_names_.end());
+  slot_names_.erase(std::unique(slot_names_.begin(), slot_names_.end()), slot_names_.end());
+}
+
+CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGrammar> skeleton,
+                                 std::vector<std::int32_t> slot_terminals, std::vector<Dfa> slot_dfas)
+    : vocab_(skeleton->vocab_),
+      grammar_(skeleton->grammar_),
+      limits_(skeleton->limits_),
+      names_tokens_(skeleton->names_tokens_),
+      dfas_(skeleton->dfas_),
+      slot_terminal_(skeleton->slot_terminal_),
+      slot_names_(skeleton->slot_names_),
+      skeleton_(std::move(skeleton)),
+      slot_dfas_(std::move(slot_dfas)) {
+  CORRAL_CHECK(slot_terminals.size() == slot_dfas_.size(), "one DFA per slot terminal");
+  for (std::size_t i = 0; i < slot_terminals.size(); ++i)
+    dfas_[static_cast<std::size_t>(slot_terminals[i])] = &slot_dfas_[i];
+}
+
+bool CompiledGrammar::key_reads_slot(const std::vector<std::uint64_t>& key) const {
+  for (std::uint64_t k : key) {
+    const std::uint64_t t = k >> 32;
+    if (t != 0xFFFFFFFFull && slot_terminal_[static_cast<std::size_t>(t)]) return true;
+  }
+  return false;
 }
 
 std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     const std::vector<std::uint64_t>& key) const {
+  // A binding keeps only what its slots change; everything else is the skeleton's, shared.
+  if (skeleton_ && !key_reads_slot(key)) return skeleton_->frontier_entry(key);
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = cache_.find(key);
@@ -35,12 +69,22 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
 }
 
 std::shared_ptr<const std::vector<std::uint32_t>> CompiledGrammar::memo_get(const Signature& sig) const {
-  std::shared_lock<std::shared_mutex> lock(memo_mu_);
-  auto it = memo_.find(sig);
-  return it == memo_.end() ? nullptr : it->second;
+  // Whether a state's mask depends on the slots is a property of the state (the parser work
+  // before it first meets a slot item is the same for every binding), so a signature is in at
+  // most one of the two memos.
+  if (memo_count_.load(std::memory_order_relaxed) != 0) {
+    std::shared_lock<std::shared_mutex> lock(memo_mu_);
+    auto it = memo_.find(sig);
+    if (it != memo_.end()) return it->second;
+  }
+  return skeleton_ ? skeleton_->memo_get(sig) : nullptr;
 }
 
-void CompiledGrammar::memo_put(const Signature& sig, const std::uint32_t* row) const {
+void CompiledGrammar::memo_put(const Signature& sig, const std::uint32_t* row, bool uses_slots) const {
+  if (skeleton_ && !uses_slots) {
+    skeleton_->memo_put(sig, row);
+    return;
+  }
   const std::size_t words = vocab_->mask_words();
   const std::size_t cap = static_cast<std::size_t>(limits_.max_mask_memo_mb) * 1024 * 1024 / (words * 4 + 64);
   if (cap == 0) return;
@@ -79,8 +123,8 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   std::vector<std::uint8_t> followable(m);
   std::vector<std::int32_t> states((trie.max_depth() + 1) * (m == 0 ? 1 : m), -1);
   for (std::size_t e = 0; e < m; ++e) {
-    dfas[e] = &grammar_.terminals[static_cast<std::size_t>(key[e] >> 32)].dfa;
-    followable[e] = grammar_.followable[static_cast<std::size_t>(key[e] >> 32)];
+    dfas[e] = dfas_[static_cast<std::size_t>(key[e] >> 32)];
+    followable[e] = grammar_->followable[static_cast<std::size_t>(key[e] >> 32)];
     states[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(key[e]));
   }
   FrontierEntry out;

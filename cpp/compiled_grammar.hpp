@@ -14,12 +14,22 @@
 // Everything else is rejected. Entries are computed lazily on first use and shared by every
 // matcher of this grammar; the object is immutable apart from the cache, which is guarded by a
 // shared mutex, so it is safe to use from many threads.
+//
+// Slots. A grammar with slot terminals (`${name}`) is a *skeleton*: it cannot be matched until
+// bind() supplies each slot's values. A binding is a small CompiledGrammar that shares the
+// skeleton's immutable parts (lowered grammar, terminal DFAs, vocabulary and token trie) and
+// owns only the slots' DFAs plus the cache entries that depend on them: a frontier that
+// contains a slot terminal is cached in the binding, every other frontier in the skeleton (so
+// all bindings warm one cache), and a whole mask is memoised in the skeleton unless computing
+// it consulted a slot's automaton. The skeleton is never recompiled or modified by a binding
+// (apart from its thread-safe caches).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -53,11 +63,42 @@ struct FrontierKeyHash {
   }
 };
 
-class CompiledGrammar {
+/// One slot's values for CompiledGrammar::bind (unencoded UTF-8 strings).
+struct SlotValues {
+  std::string name;
+  std::vector<std::string> values;
+};
+
+class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
  public:
   CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Grammar grammar, const Limits& limits);
 
-  const Grammar& grammar() const { return grammar_; }
+  const Grammar& grammar() const { return *grammar_; }
+  /// Per terminal: the automaton the parser and the mask walk use (the grammar's own, or for a
+  /// slot terminal of a binding, the binding's).
+  const std::vector<const Dfa*>& dfas() const { return dfas_; }
+  /// Distinct slot names of the grammar, sorted.
+  const std::vector<std::string>& slot_names() const { return slot_names_; }
+  /// Does the grammar have slots that are not bound (a skeleton)? Such a grammar has no matcher.
+  bool needs_binding() const { return !slot_names_.empty() && !skeleton_; }
+  /// The skeleton this grammar binds (null unless it is a binding).
+  const std::shared_ptr<const CompiledGrammar>& skeleton() const { return skeleton_; }
+  /// Bind every slot of this skeleton to its values: builds one DFA per slot terminal straight
+  /// from the values (sorted, a minimal trie: no regex, no NFA) and returns a grammar that
+  /// matches like this one with those values in place. Cost: linear in the values' bytes plus
+  /// the DFA table; nothing of the skeleton is copied. A grammar without slots and an empty
+  /// list returns itself. Throws SlotError (unknown, missing or repeated name; empty list;
+  /// empty, duplicate or invalid-UTF-8 value; binding a binding) or LimitExceeded
+  /// (max_slot_values, max_slot_bytes, max_dfa_states).
+  std::shared_ptr<const CompiledGrammar> bind(const std::vector<SlotValues>& slots) const;
+  /// DFA states of the bound slots' automata (0 unless this is a binding).
+  std::size_t slot_states() const {
+    std::size_t n = 0;
+    for (const Dfa& d : slot_dfas_) n += d.num_states();
+    return n;
+  }
+  /// How many bindings were made from this grammar.
+  std::uint64_t bindings_made() const { return bindings_made_.load(std::memory_order_relaxed); }
   const Vocabulary& vocab() const { return *vocab_; }
   const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
   const Limits& limits() const { return limits_; }
@@ -80,23 +121,47 @@ class CompiledGrammar {
   std::shared_ptr<const std::vector<std::uint32_t>> memo_get(const Signature& sig) const;
   /// Store a whole mask row (mask_words words). Bounded by Limits::max_mask_memo_mb: when full
   /// the memo is cleared (cheap to refill; keeps memory bounded without per-hit bookkeeping).
-  void memo_put(const Signature& sig, const std::uint32_t* row) const;
+  /// `uses_slots`: computing the mask consulted a slot's automaton, so it belongs to this
+  /// binding; otherwise a binding stores it in its skeleton, for every binding to reuse.
+  void memo_put(const Signature& sig, const std::uint32_t* row, bool uses_slots = false) const;
   std::size_t memo_entries() const;
   /// Cheap pre-check so grammars that never memoise (no parser work) skip the lookup.
-  bool memo_empty() const { return memo_count_.load(std::memory_order_relaxed) == 0; }
+  bool memo_empty() const {
+    return memo_count_.load(std::memory_order_relaxed) == 0 && (!skeleton_ || skeleton_->memo_empty());
+  }
 
+  /// Cache figures of this object only (for a binding: the slot-dependent entries).
   std::size_t cache_entries() const;
   std::size_t cache_bytes() const;
   std::uint64_t cache_hits() const { return hits_.load(); }
   std::uint64_t cache_misses() const { return misses_.load(); }
 
  private:
+  struct BindingTag {};
+
+ public:
+  /// A binding of `skeleton` (use bind()): `slot_dfas[i]` is the automaton of terminal
+  /// `slot_terminals[i]`.
+  CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGrammar> skeleton,
+                  std::vector<std::int32_t> slot_terminals, std::vector<Dfa> slot_dfas);
+
+ private:
   FrontierEntry compute_entry(const std::vector<std::uint64_t>& key) const;
+  /// Does a frontier key read a slot terminal (so its entry belongs to the binding)?
+  bool key_reads_slot(const std::vector<std::uint64_t>& key) const;
 
   std::shared_ptr<const Vocabulary> vocab_;
-  Grammar grammar_;
+  std::shared_ptr<const Grammar> grammar_;  // shared by a skeleton and its bindings
   Limits limits_;
   bool names_tokens_ = false;
+  std::vector<const Dfa*> dfas_;
+  std::vector<std::uint8_t> slot_terminal_;  // per terminal
+  std::vector<std::string> slot_names_;
+  // Bindings only: the skeleton (kept alive, its caches shared) and the slots' automata
+  // (dfas_ points into slot_dfas_, which is never resized after construction).
+  std::shared_ptr<const CompiledGrammar> skeleton_;
+  std::vector<Dfa> slot_dfas_;
+  mutable std::atomic<std::uint64_t> bindings_made_{0};
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
   mutable std::size_t cache_bytes_ = 0;

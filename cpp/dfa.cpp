@@ -13,6 +13,9 @@
 //      hash-consing key captures exactly, and no intermediate equals a real state (its strings
 //      start with a continuation byte and it never accepts ε).
 // Algorithm: UTF-8 range splitting by leading byte as in RFC 3629.
+// A finite set of byte strings (a slot's values) skips the pipeline: Dfa::from_strings builds
+// the minimal acyclic DFA directly from the sorted strings (a trie whose equal suffixes are
+// merged as they are finished) and shares only the final assembly.
 #include "dfa.hpp"
 
 #include <algorithm>
@@ -160,6 +163,110 @@ class Expander {
 
 // ---- assembling the Dfa -------------------------------------------------------------------
 
+// A byte-level automaton before it becomes a Dfa: edges of state s are
+// all[first[s] .. first[s + 1]), sorted by byte and disjoint.
+struct EdgeTable {
+  std::vector<std::uint32_t> first{0};
+  std::vector<Edge> all;
+  std::size_t size() const { return first.size() - 1; }
+  const Edge* begin(std::size_t s) const { return all.data() + first[s]; }
+  const Edge* end(std::size_t s) const { return all.data() + first[s + 1]; }
+  void add_state(const Edge* b, const Edge* e) {
+    all.insert(all.end(), b, e);
+    first.push_back(static_cast<std::uint32_t>(all.size()));
+  }
+};
+
+// Sorted single-byte edges with adjacent bytes to one target merged into ranges (canonical:
+// equal byte -> target maps give equal vectors).
+void merge_ranges(std::vector<Edge>& v) {
+  if (v.size() < 2) return;  // most trie states: nothing to merge
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (k > 0 && v[k - 1].to == v[i].to && v[k - 1].hi + 1 == v[i].lo)
+      v[k - 1].hi = v[i].hi;
+    else
+      v[k++] = v[i];
+  }
+  v.resize(k);
+}
+
+inline std::uint64_t edge_hash(bool acc, const Edge* b, const Edge* e) {
+  std::uint64_t h = acc ? 0x9E3779B97F4A7C15ull : 0x632BE59BD9B4E019ull;
+  for (const Edge* x = b; x != e; ++x) {
+    h ^= static_cast<std::uint64_t>(x->lo) | static_cast<std::uint64_t>(x->hi) << 8 |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(x->to)) << 16;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+// The register of Daciuk et al.'s incremental construction: finished states of a minimal
+// acyclic automaton, hash-consed by (accepting, edges), so a state equal to a registered one is
+// replaced by it. States are numbered in registration order (children before parents), so the
+// shortest distance to acceptance is known on registration (no search afterwards).
+class StateRegister {
+ public:
+  StateRegister(std::size_t expected, const Limits& limits) : limits_(limits) {
+    std::size_t cap = 64;
+    while (cap < 2 * expected) cap *= 2;
+    slots_.assign(cap, -1);
+  }
+  /// The id of the state (acc, edges), registering it when new.
+  std::int32_t intern(bool acc, const std::vector<Edge>& edges) {
+    const Edge* b = edges.data();
+    const Edge* e = b + edges.size();
+    const std::uint64_t h = edge_hash(acc, b, e);
+    std::size_t mask = slots_.size() - 1, i = static_cast<std::size_t>(h) & mask;
+    for (; slots_[i] >= 0; i = (i + 1) & mask) {
+      const auto id = static_cast<std::size_t>(slots_[i]);
+      if (hash_[id] == h && acc_[id] == acc && same(id, b, e)) return slots_[i];
+    }
+    if (table.size() >= limits_.max_dfa_states) throw_dfa_state_limit(table.size() + 1, limits_);
+    const auto id = static_cast<std::int32_t>(table.size());
+    table.add_state(b, e);
+    acc_.push_back(acc ? 1 : 0);
+    hash_.push_back(h);
+    std::uint32_t best = 0xFFFFFFFFu;
+    std::uint8_t toward = 0;
+    for (const Edge* x = b; x != e; ++x) {  // sorted by byte: ties keep the smallest byte
+      const std::uint32_t d = dist_[static_cast<std::size_t>(x->to)];
+      if (d < best) best = d, toward = x->lo;
+    }
+    dist_.push_back(acc ? 0 : best + 1);
+    toward_.push_back(acc ? 0 : toward);
+    slots_[i] = id;
+    if (2 * table.size() > slots_.size()) grow();
+    return id;
+  }
+  EdgeTable table;
+  std::vector<std::uint8_t>& accepting() { return acc_; }
+  std::vector<std::uint32_t>& dist() { return dist_; }
+  std::vector<std::uint8_t>& toward() { return toward_; }
+
+ private:
+  bool same(std::size_t id, const Edge* b, const Edge* e) const {
+    if (table.end(id) - table.begin(id) != e - b) return false;
+    return std::equal(b, e, table.begin(id));
+  }
+  void grow() {
+    slots_.assign(slots_.size() * 2, -1);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t id = 0; id < hash_.size(); ++id) {
+      std::size_t i = static_cast<std::size_t>(hash_[id]) & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<std::int32_t>(id);
+    }
+  }
+  const Limits& limits_;
+  std::vector<std::int32_t> slots_;  // open addressing over state ids
+  std::vector<std::uint8_t> acc_;
+  std::vector<std::uint64_t> hash_;
+  std::vector<std::uint32_t> dist_;   // per state: bytes to the nearest acceptance
+  std::vector<std::uint8_t> toward_;  // per state: first byte of a shortest path
+};
+
 class DfaBuilder {
  public:
   static Dfa build(const NodePtr& regex, const Limits& limits, const Budget& budget) {
@@ -194,7 +301,70 @@ class DfaBuilder {
     const auto& edges = ex.edges();
     const std::size_t n = edges.size();
     if (n > limits.max_dfa_states) throw_dfa_state_limit(n, limits);
+    EdgeTable table;
+    for (const auto& e : edges) table.add_state(e.data(), e.data() + e.size());
+    std::vector<std::uint8_t> acc(n, 0);
+    for (std::size_t s = 0; s < min.size(); ++s) acc[s] = min.acc[s];
+    assemble(dfa, table, std::move(acc), min.start);
+    shortest_paths(dfa, table);
+    return dfa;
+  }
 
+  // Daciuk, Mihov, Watson & Watson (2000), sorted input: the trie of the strings is built along
+  // the path of the last string; when the next string leaves that path, the states below the
+  // branch point are final and go through the register (equal suffix languages become one
+  // state). One pass, linear in the total length; the result is minimal.
+  static Dfa build_strings(const std::vector<std::string_view>& sorted, const Limits& limits) {
+    Dfa dfa;
+    dfa.class_rep_ = {0};
+    if (sorted.empty()) return dfa;
+    std::size_t total = 0, longest = 0;
+    for (std::string_view w : sorted) total += w.size(), longest = std::max(longest, w.size());
+    StateRegister reg(std::min<std::size_t>(total + 1, limits.max_dfa_states), limits);
+    struct Open {
+      bool acc = false;
+      std::vector<Edge> edges;  // single bytes; the last edge's target is open until frozen
+    };
+    std::vector<Open> path(longest + 1);
+    std::size_t depth = 0;  // length of the previous string: path[0..depth] are open
+    // Register path[d] for d = depth down to keep + 1, linking each to its parent's last edge.
+    auto freeze = [&](std::size_t keep) {
+      for (std::size_t d = depth; d > keep; --d) {
+        merge_ranges(path[d].edges);
+        path[d - 1].edges.back().to = reg.intern(path[d].acc, path[d].edges);
+      }
+    };
+    std::string_view prev;
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      const std::string_view w = sorted[i];
+      CORRAL_CHECK(i == 0 || prev < w, "string set not sorted and unique");
+      std::size_t l = 0;
+      while (l < prev.size() && l < w.size() && prev[l] == w[l]) ++l;
+      freeze(l);
+      for (std::size_t d = l; d < w.size(); ++d) {
+        const auto b = static_cast<std::uint8_t>(w[d]);
+        path[d].edges.push_back(Edge{b, b, -1});
+        path[d + 1].acc = false;
+        path[d + 1].edges.clear();
+      }
+      path[w.size()].acc = true;
+      depth = w.size();
+      prev = w;
+    }
+    freeze(0);
+    merge_ranges(path[0].edges);
+    const std::int32_t start = reg.intern(path[0].acc, path[0].edges);
+    assemble(dfa, reg.table, std::move(reg.accepting()), start);
+    dfa.dist_ = std::move(reg.dist());
+    dfa.toward_ = std::move(reg.toward());
+    return dfa;
+  }
+
+ private:
+  // Byte classes and the dense transition table from a byte-level automaton whose states are
+  // all live.
+  static void assemble(Dfa& dfa, const EdgeTable& edges, std::vector<std::uint8_t> acc, std::int32_t start) {
+    const std::size_t n = edges.size();
     // Byte classes by partition refinement, state by state: bytes covered by an edge get a
     // fresh label keyed by (old label, target); uncovered bytes keep theirs (target: dead).
     // Cost is the total width of all edges, not states x 256.
@@ -206,9 +376,9 @@ class DfaBuilder {
     for (std::size_t s = 0; s < n; ++s) {
       overflow.clear();
       const auto tag = static_cast<std::uint32_t>(s + 1);
-      for (const Edge& e : edges[s]) {
-        const auto to = static_cast<std::uint32_t>(e.to);
-        for (int b = e.lo; b <= e.hi; ++b) {
+      for (const Edge* e = edges.begin(s); e != edges.end(s); ++e) {
+        const auto to = static_cast<std::uint32_t>(e->to);
+        for (int b = e->lo; b <= e->hi; ++b) {
           const std::uint32_t old = label[static_cast<std::size_t>(b)];
           std::uint32_t nl;
           if (stamp[old] != tag) {
@@ -251,22 +421,25 @@ class DfaBuilder {
     dfa.num_classes_ = static_cast<std::uint32_t>(nc);
     dfa.table_.assign(n * nc, Dfa::kDead);
     for (std::size_t s = 0; s < n; ++s)
-      for (const Edge& e : edges[s])
-        for (int b = e.lo; b <= e.hi; ++b) dfa.table_[s * nc + dfa.classes_[static_cast<std::size_t>(b)]] = e.to;
-    dfa.accepting_.assign(n, 0);
-    for (std::size_t s = 0; s < min.size(); ++s) dfa.accepting_[s] = min.acc[s];
-    dfa.start_ = min.start;
+      for (const Edge* e = edges.begin(s); e != edges.end(s); ++e)
+        for (int b = e->lo; b <= e->hi; ++b) dfa.table_[s * nc + dfa.classes_[static_cast<std::size_t>(b)]] = e->to;
+    dfa.accepting_ = std::move(acc);
+    dfa.start_ = start;
+  }
 
-    // Shortest distance to acceptance: BFS over reversed edges from every accepting state.
+  // dist_ (bytes to the nearest acceptance) by BFS over reversed edges from every accepting
+  // state, and toward_ (the smallest first byte of a shortest path).
+  static void shortest_paths(Dfa& dfa, const EdgeTable& edges) {
+    const std::size_t n = edges.size();
     std::vector<std::uint32_t> rstart(n + 1, 0), radj;
-    for (std::size_t s = 0; s < n; ++s)
-      for (const Edge& e : edges[s]) ++rstart[static_cast<std::size_t>(e.to) + 1];
+    for (const Edge& e : edges.all) ++rstart[static_cast<std::size_t>(e.to) + 1];
     for (std::size_t i = 0; i < n; ++i) rstart[i + 1] += rstart[i];
     radj.resize(rstart[n]);
     {
       std::vector<std::uint32_t> fill(rstart.begin(), rstart.end() - 1);
       for (std::size_t s = 0; s < n; ++s)
-        for (const Edge& e : edges[s]) radj[fill[static_cast<std::size_t>(e.to)]++] = static_cast<std::uint32_t>(s);
+        for (const Edge* e = edges.begin(s); e != edges.end(s); ++e)
+          radj[fill[static_cast<std::size_t>(e->to)]++] = static_cast<std::uint32_t>(s);
     }
     constexpr std::uint32_t kInf = 0xFFFFFFFFu;
     dfa.dist_.assign(n, kInf);
@@ -284,19 +457,22 @@ class DfaBuilder {
     for (std::size_t s = 0; s < n; ++s) {
       CORRAL_CHECK(dfa.dist_[s] != kInf, "DFA state cannot reach acceptance");
       if (dfa.dist_[s] == 0) continue;
-      for (const Edge& e : edges[s]) {  // sorted by byte: the first hit is the smallest byte
-        if (dfa.dist_[static_cast<std::size_t>(e.to)] + 1 == dfa.dist_[s]) {
-          dfa.toward_[s] = e.lo;
+      for (const Edge* e = edges.begin(s); e != edges.end(s); ++e) {  // sorted: first hit is smallest
+        if (dfa.dist_[static_cast<std::size_t>(e->to)] + 1 == dfa.dist_[s]) {
+          dfa.toward_[s] = e->lo;
           break;
         }
       }
     }
-    return dfa;
   }
 };
 
 Dfa Dfa::compile(const NodePtr& regex, const Limits& limits, const Budget& budget) {
   return DfaBuilder::build(regex, limits, budget);
+}
+
+Dfa Dfa::from_strings(const std::vector<std::string_view>& sorted, const Limits& limits) {
+  return DfaBuilder::build_strings(sorted, limits);
 }
 
 std::string Dfa::shortest_completion(std::int32_t state) const {

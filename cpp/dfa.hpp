@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "limits.hpp"
@@ -49,6 +50,10 @@ class Dfa {
   /// Build from a regular tree. Throws LimitExceeded (max_nfa_states / max_dfa_states /
   /// max_compile_ms) or InternalError if the tree contains a RuleRef.
   static Dfa compile(const NodePtr& regex, const Limits& limits, const Budget& budget);
+  /// The minimal DFA accepting exactly the given byte strings, which must be sorted and
+  /// unique. Linear in their total length (no regex, no NFA): what binding a slot builds.
+  /// Throws LimitExceeded(max_dfa_states).
+  static Dfa from_strings(const std::vector<std::string_view>& sorted, const Limits& limits);
 
   /// Bytes of memory held (for cache accounting).
   std::size_t memory_bytes() const;

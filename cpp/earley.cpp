@@ -25,14 +25,15 @@ inline std::uint64_t mix(std::uint32_t a, std::uint32_t b, std::uint32_t c, std:
 }
 }  // namespace
 
-EarleyParser::EarleyParser(const Grammar& g, std::uint32_t max_items) : g_(&g), max_items_(max_items) {
+EarleyParser::EarleyParser(const Grammar& g, const Dfa* const* dfas, std::uint32_t max_items)
+    : g_(&g), dfas_(dfas), max_items_(max_items) {
   reset();
 }
 
 void EarleyParser::reset() {
   items_.clear();
   set_start_.clear();
-  set_accept_.clear();
+  set_flags_.clear();
   wait_sig_.clear();
   costs_.clear();
   open_set();
@@ -45,14 +46,14 @@ void EarleyParser::pop_to(std::size_t n) {
   CORRAL_CHECK(n >= 1 && n <= set_start_.size(), "pop_to out of range");
   if (n < set_start_.size()) items_.resize(set_start_[n]);
   set_start_.resize(n);
-  set_accept_.resize(n);
+  set_flags_.resize(n);
   wait_sig_.resize(n);
   if (costs_.size() > n) costs_.resize(n);
 }
 
 void EarleyParser::open_set() {
   set_start_.push_back(items_.size());
-  set_accept_.push_back(0);
+  set_flags_.push_back(0);
   if (++gen_ == 0) {  // generation counter wrapped: really clear
     std::fill(table_gen_.begin(), table_gen_.end(), 0);
     gen_ = 1;
@@ -69,9 +70,17 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
   // when just predicted or advanced); all others carry -1.
   std::uint32_t pos = g_->rhs_begin[prod] + dot;
   if (pos < g_->rhs_begin[prod + 1] && g_->rhs_flat[pos].is_terminal()) {
-    const Terminal& t = g_->terminals[static_cast<std::size_t>(g_->rhs_flat[pos].index())];
-    if (t.is_token) dstate = -1;  // matched by push_token, never by bytes
-    else if (dstate < 0) dstate = t.dfa.start();
+    const std::int32_t ti = g_->rhs_flat[pos].index();
+    const Terminal& t = g_->terminals[static_cast<std::size_t>(ti)];
+    if (t.is_token) {
+      dstate = -1;  // matched by push_token, never by bytes
+    } else {
+      if (t.is_slot) {
+        set_flags_.back() |= kSlotFlag;
+        slot_seen_ = true;
+      }
+      if (dstate < 0) dstate = dfa(ti).start();
+    }
   } else {
     dstate = -1;
   }
@@ -90,7 +99,7 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
   table_gen_[h] = gen_;
   table_idx_[h] = static_cast<std::uint32_t>(count);
   items_.push_back(Item{prod, dot, origin, dstate});
-  if (prod == 0 && dot == 1 && origin == 0) set_accept_.back() = 1;
+  if (prod == 0 && dot == 1 && origin == 0) set_flags_.back() |= kAcceptFlag;
   if (++table_count_ * 2 > table_idx_.size()) {
     // Grow and re-insert this set's items.
     std::size_t cap = table_idx_.size() * 2;
@@ -112,7 +121,7 @@ bool EarleyParser::close_set() {
   const std::size_t begin = set_start_.back();
   if (items_.size() == begin) {
     set_start_.pop_back();
-    set_accept_.pop_back();
+    set_flags_.pop_back();
     return false;
   }
   for (std::size_t i = begin; i < items_.size(); ++i) {
@@ -139,7 +148,7 @@ bool EarleyParser::close_set() {
     }
     const Symbol s = g_->rhs_flat[pos];
     if (s.is_terminal()) {
-      const Dfa& d = g_->terminals[static_cast<std::size_t>(s.index())].dfa;
+      const Dfa& d = dfa(s.index());
       if (it.dstate == d.start() && d.matches_empty()) add(it.prod, it.dot + 1, it.origin, -1);
       continue;
     }
@@ -179,7 +188,7 @@ std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
     h1 += mix64(base ^ mix64(o.first + 1));
     h2 += mix64(base * 0xC2B2AE3D27D4EB4Full ^ mix64(o.second + 7));
   }
-  h1 += set_accept_.back();
+  h1 += set_flags_.back() & kAcceptFlag;
   return {mix64(h1), mix64(h2 + h1)};
 }
 
@@ -187,7 +196,7 @@ std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
 void EarleyParser::abandon_set() {
   items_.resize(set_start_.back());
   set_start_.pop_back();
-  set_accept_.pop_back();
+  set_flags_.pop_back();
 }
 
 bool EarleyParser::push_states(const std::int32_t* new_states) {
@@ -200,7 +209,7 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
       const Item it = items_[i];
       const std::int32_t t = scanning_terminal(it);
       add(it.prod, it.dot, it.origin, ns);
-      if (g_->terminals[static_cast<std::size_t>(t)].dfa.accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1);
+      if (dfa(t).accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1);
     }
     return close_set();
   } catch (...) {
@@ -249,7 +258,7 @@ bool EarleyParser::push_byte(std::uint8_t byte) {
     std::int32_t ns = -1;
     if (it.dstate >= 0) {
       const std::int32_t t = scanning_terminal(it);
-      ns = g_->terminals[static_cast<std::size_t>(t)].dfa.next(it.dstate, byte);
+      ns = dfa(t).next(it.dstate, byte);
     }
     scratch_states_[i - b] = ns;
     any = any || ns >= 0;
@@ -267,7 +276,7 @@ std::array<std::uint64_t, 4> EarleyParser::next_bytes() const {
   for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
     const Item& it = items_[i];
     if (it.dstate < 0) continue;
-    const Dfa& d = g_->terminals[static_cast<std::size_t>(scanning_terminal(it))].dfa;
+    const Dfa& d = dfa(scanning_terminal(it));
     for (int b = 0; b < 256; ++b)
       if (d.next(it.dstate, static_cast<std::uint8_t>(b)) >= 0) out[static_cast<std::size_t>(b >> 6)] |= 1ull << (b & 63);
   }
@@ -337,7 +346,7 @@ std::string EarleyParser::shortest_completion(std::size_t cap) {
     const Item& it = items_[i];
     std::uint64_t own;
     if (it.dstate >= 0) {
-      const Dfa& d = g_->terminals[static_cast<std::size_t>(scanning_terminal(it))].dfa;
+      const Dfa& d = dfa(scanning_terminal(it));
       own = d.distance_to_accept(it.dstate) + g_->suffix_cost(it.prod, it.dot + 1);
     } else {
       own = g_->suffix_cost(it.prod, it.dot);
@@ -354,11 +363,11 @@ std::string EarleyParser::shortest_completion(std::size_t cap) {
   std::string out;
   auto emit_rest = [&](const Item& it, std::uint32_t from) {
     const std::uint32_t b = g_->rhs_begin[it.prod], e = g_->rhs_begin[it.prod + 1];
-    for (std::uint32_t p = b + from; p < e; ++p) g_->append_min_string(g_->rhs_flat[p], out, cap);
+    for (std::uint32_t p = b + from; p < e; ++p) g_->append_min_string(g_->rhs_flat[p], dfas_, out, cap);
   };
   Item it = items_[best_i];
   if (it.dstate >= 0) {
-    out += g_->terminals[static_cast<std::size_t>(scanning_terminal(it))].dfa.shortest_completion(it.dstate);
+    out += dfa(scanning_terminal(it)).shortest_completion(it.dstate);
     emit_rest(it, it.dot + 1);
   } else {
     emit_rest(it, it.dot);

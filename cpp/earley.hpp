@@ -30,7 +30,9 @@ struct Item {
 
 class EarleyParser {
  public:
-  EarleyParser(const Grammar& g, std::uint32_t max_items);
+  /// `dfas[t]` is terminal t's automaton: the grammar's own, or for a slot the one its binding
+  /// built (CompiledGrammar::dfas()). Both must outlive the parser.
+  EarleyParser(const Grammar& g, const Dfa* const* dfas, std::uint32_t max_items);
 
   /// Back to the initial state (one set: the closure of `start ::= . root`).
   void reset();
@@ -49,7 +51,14 @@ class EarleyParser {
   /// (kDead drops it): the step a byte string would take if it stayed inside the terminals.
   bool push_states(const std::int32_t* new_states);
 
-  bool accepting() const { return set_accept_.back() != 0; }
+  bool accepting() const { return (set_flags_.back() & kAcceptFlag) != 0; }
+  /// Does the current set hold an item about to read a slot terminal?
+  bool slot_items() const { return (set_flags_.back() & kSlotFlag) != 0; }
+  /// Sticky: has an item about to read a slot terminal been added since clear_slot_seen()?
+  /// Together with slot_items() this tells whether a computation consulted a slot's automaton,
+  /// i.e. whether its result depends on the binding (CompiledGrammar::memo_put).
+  bool slot_seen() const { return slot_seen_; }
+  void clear_slot_seen() { slot_seen_ = false; }
   std::size_t cur_begin() const { return set_start_.back(); }
   std::size_t cur_end() const { return items_.size(); }
   const Item& item(std::size_t i) const { return items_[i]; }
@@ -80,11 +89,16 @@ class EarleyParser {
   void add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate);
   void ensure_costs();
 
+  static constexpr std::uint8_t kAcceptFlag = 1, kSlotFlag = 2;
+  const Dfa& dfa(std::int32_t terminal) const { return *dfas_[terminal]; }
+
   const Grammar* g_;
+  const Dfa* const* dfas_;
   std::uint32_t max_items_;
   std::vector<Item> items_;
   std::vector<std::size_t> set_start_;
-  std::vector<std::uint8_t> set_accept_;
+  std::vector<std::uint8_t> set_flags_;  // per set: kAcceptFlag | kSlotFlag
+  bool slot_seen_ = false;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_sig_;  // per set
   // Dedup table for the set being built: open addressing over item indices, invalidated by
   // bumping a generation counter instead of clearing.

@@ -66,6 +66,19 @@ class TokenizerError : public Error {
   using Error::Error;
 };
 
+/// Bad values for a grammar's slots (`${name}` terminals) at bind time: an unknown or missing
+/// slot name, an empty value list, a duplicate or empty value, invalid UTF-8. Per-request data,
+/// so it is its own type (a server answers it with a 400, not a compile failure of its schema).
+class SlotError : public Error {
+ public:
+  SlotError(const std::string& slot, const std::string& what) : Error(what), slot_(slot) {}
+  /// The slot the error is about ("" when it concerns the binding as a whole).
+  const std::string& slot() const { return slot_; }
+
+ private:
+  std::string slot_;
+};
+
 /// A broken internal invariant: a bug in corral.
 class InternalError : public Error {
  public:

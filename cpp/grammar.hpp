@@ -44,9 +44,36 @@ struct TokenRef {
 inline std::int32_t token_ref_rule(std::size_t k) { return -2 - static_cast<std::int32_t>(k); }
 inline std::size_t token_ref_index(std::int32_t rule) { return static_cast<std::size_t>(-2 - rule); }
 
+/// How a slot's values are spelled in the output.
+enum class SlotSpelling : std::uint8_t {
+  Raw,   // `${name}`: the UTF-8 bytes of one value (values must be non-empty)
+  Json,  // `${name:json}`: one value as a whole JSON string, quotes included, spelled as
+         // json.dumps(v, ensure_ascii=False) writes it (the empty string is allowed)
+};
+
+/// A slot (`${name}`, `${name:json}`): a terminal whose language — one of a list of strings —
+/// is supplied later, per request, by binding values to the compiled grammar (slots.hpp), so a
+/// cached skeleton never needs recompiling. In the tree it is a RuleRef whose rule index is
+/// slot_ref_rule(k) for entry k of GrammarAst::slots (token references use -2, -3, ...; slots a
+/// disjoint range far below).
+struct SlotRef {
+  std::string name;
+  SlotSpelling spelling = SlotSpelling::Raw;
+  std::size_t pos = 0;
+};
+inline constexpr std::int32_t kSlotRuleBase = -(1 << 30);
+inline std::int32_t slot_ref_rule(std::size_t k) { return kSlotRuleBase - static_cast<std::int32_t>(k); }
+inline bool is_slot_rule(std::int32_t rule) { return rule <= kSlotRuleBase; }
+inline std::size_t slot_ref_index(std::int32_t rule) { return static_cast<std::size_t>(kSlotRuleBase - rule); }
+/// The slot as written in grammar text: `${name}` or `${name:json}`.
+inline std::string slot_text(const SlotRef& s) {
+  return "${" + s.name + (s.spelling == SlotSpelling::Json ? ":json}" : "}");
+}
+
 struct GrammarAst {
   std::vector<RuleAst> rules;
   std::vector<TokenRef> tokens;
+  std::vector<SlotRef> slots;
   std::int32_t start = -1;
 };
 
@@ -70,13 +97,17 @@ struct Production {
 };
 
 struct Terminal {
-  NodePtr regex;     // null for a token terminal
-  std::string text;  // token terminals: the token as written (regex text is printed on demand)
-  Dfa dfa;           // empty language for a token terminal
+  NodePtr regex;     // null for a token or slot terminal
+  std::string text;  // token and slot terminals: as written (regex text is printed on demand)
+  Dfa dfa;           // empty language for a token terminal and an (unbound) slot terminal
   // Token terminals match one vocabulary token (named in the grammar), never bytes.
   bool is_token = false;
   TokenRef token;
   std::int32_t token_id = -1;  // resolved against the vocabulary at compile time
+  // Slot terminals get their DFA from a binding (CompiledGrammar::bind); the parser reads every
+  // terminal's DFA through a per-binding table, never through `dfa` directly.
+  bool is_slot = false;
+  SlotRef slot;
 };
 
 class Grammar {
@@ -102,9 +133,21 @@ class Grammar {
 
   std::uint32_t rhs_len(std::uint32_t p) const { return rhs_begin[p + 1] - rhs_begin[p]; }
   std::uint64_t suffix_cost(std::uint32_t p, std::uint32_t d) const { return suffix_min[rhs_begin[p] + p + d]; }
+  /// Shortest string of terminal t in bytes. A slot counts as its shortest possible value (1
+  /// byte raw, 2 as a JSON string): the real values are only known per binding, so tables
+  /// built from this (min_len, suffix_min) pick short completions that are valid for every
+  /// binding but not always the shortest one.
   std::uint64_t terminal_min_len(std::int32_t t) const;
-  /// Shortest string derivable from symbol s (bounded by `cap` bytes; LimitExceeded beyond).
-  void append_min_string(Symbol s, std::string& out, std::size_t cap) const;
+  /// Shortest string derivable from symbol s (bounded by `cap` bytes; LimitExceeded beyond),
+  /// reading terminal t's automaton as dfas[t] (the skeleton's or a binding's table).
+  void append_min_string(Symbol s, const Dfa* const* dfas, std::string& out, std::size_t cap) const;
+
+  /// Per terminal, its own automaton (the DFA table of a grammar without bound slots).
+  std::vector<const Dfa*> own_dfas() const {
+    std::vector<const Dfa*> out;
+    for (const Terminal& t : terminals) out.push_back(&t.dfa);
+    return out;
+  }
 
   /// Compute derived tables; drop unproductive productions; throws CompileError if the start
   /// symbol derives nothing.

@@ -329,6 +329,22 @@ class Lowerer {
     return Symbol::terminal(id);
   }
 
+  // One terminal per (slot name, spelling), however often the grammar uses it: a binding builds
+  // one automaton for it, and its mask-cache entries are shared by every use.
+  Symbol slot_symbol(const SlotRef& ref) {
+    const std::string text = slot_text(ref);
+    auto it = terminal_ids_.find("\x02" + text);
+    if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
+    auto id = static_cast<std::int32_t>(g_.terminals.size());
+    Terminal t;
+    t.text = text;
+    t.is_slot = true;
+    t.slot = ref;
+    g_.terminals.push_back(std::move(t));
+    terminal_ids_.emplace("\x02" + text, id);
+    return Symbol::terminal(id);
+  }
+
   // A regular piece small enough to become (part of) one terminal. Bigger regular pieces —
   // typically a bounded repetition like (item){0,1000} — are lowered as grammar repetition of a
   // smaller terminal instead, so a large bound costs productions, not DFA states.
@@ -389,8 +405,11 @@ class Lowerer {
     }
     if (n->kind == NodeKind::Empty) return out;
     if (mergeable(n)) return {terminal_symbol(n)};
-    if (n->kind == NodeKind::RuleRef)
-      return {n->rule >= 0 ? rule_symbol(n->rule) : token_symbol(ast_.tokens[token_ref_index(n->rule)])};
+    if (n->kind == NodeKind::RuleRef) {
+      if (n->rule >= 0) return {rule_symbol(n->rule)};
+      if (is_slot_rule(n->rule)) return {slot_symbol(ast_.slots[slot_ref_index(n->rule)])};
+      return {token_symbol(ast_.tokens[token_ref_index(n->rule)])};
+    }
     if (n->kind == NodeKind::Alt) {
       std::int32_t h = new_nonterminal("alt_" + std::to_string(g_.names.size()));
       add_alternatives(h, lower_alts(n));
@@ -443,7 +462,7 @@ class Lowerer {
   void build_dfas() {
     std::uint64_t total = 0;
     for (auto& t : g_.terminals) {
-      if (t.is_token) continue;
+      if (t.is_token || t.is_slot) continue;
       budget_.check("building terminal automata");
       t.dfa = Dfa::compile(t.regex, limits_, budget_);
       total += t.dfa.num_states();
@@ -475,6 +494,8 @@ class Lowerer {
 std::uint64_t Grammar::terminal_min_len(std::int32_t t) const {
   // A named token is not bytes; count it as one so shortest completions avoid it when they can.
   if (terminals[static_cast<std::size_t>(t)].is_token) return 1;
+  if (terminals[static_cast<std::size_t>(t)].is_slot)
+    return terminals[static_cast<std::size_t>(t)].slot.spelling == SlotSpelling::Json ? 2 : 1;
   const Dfa& d = terminals[static_cast<std::size_t>(t)].dfa;
   return d.empty_language() ? kInf : d.distance_to_accept(d.start());
 }
@@ -530,7 +551,7 @@ void Grammar::finalize() {
   std::vector<std::uint8_t> nt_nonempty(n, 0), nt_follow(n, 0);
   auto term_nonempty = [&](std::int32_t t) {
     const Terminal& term = terminals[static_cast<std::size_t>(t)];
-    return term.is_token || (!term.dfa.empty_language() && term.dfa.num_states() > 1) ||
+    return term.is_token || term.is_slot || (!term.dfa.empty_language() && term.dfa.num_states() > 1) ||
            (!term.dfa.empty_language() && !term.dfa.matches_empty());
   };
   auto sym_nonempty = [&](Symbol s) {
@@ -582,7 +603,7 @@ void Grammar::finalize() {
   rhs_begin[productions.size()] = static_cast<std::uint32_t>(rhs_flat.size());
 }
 
-void Grammar::append_min_string(Symbol s, std::string& out, std::size_t cap) const {
+void Grammar::append_min_string(Symbol s, const Dfa* const* dfas, std::string& out, std::size_t cap) const {
   std::vector<Symbol> stack{s};
   while (!stack.empty()) {
     Symbol x = stack.back();
@@ -592,7 +613,8 @@ void Grammar::append_min_string(Symbol s, std::string& out, std::size_t cap) con
       if (term.is_token)
         throw LimitExceeded("max_completion_bytes", 0, 0,
                             "the only completion needs the special token " + term.text + ", which is not bytes");
-      out += term.dfa.shortest_completion(term.dfa.start());
+      const Dfa& d = *dfas[x.index()];
+      out += d.shortest_completion(d.start());
     } else {
       std::int32_t p = best_prod[static_cast<std::size_t>(x.index())];
       CORRAL_CHECK(p >= 0, "productive nonterminal without a best production");
@@ -671,7 +693,7 @@ std::string Grammar::to_string() const {
         sep = true;
         if (s.is_terminal()) {
           const Terminal& t = terminals[static_cast<std::size_t>(s.index())];
-          out += t.is_token ? t.text : print_terminal(t.regex);
+          out += t.is_token || t.is_slot ? t.text : print_terminal(t.regex);
         }
         else out += names[static_cast<std::size_t>(s.index())];
       }

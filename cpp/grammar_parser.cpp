@@ -6,7 +6,8 @@
 //      over decoded JSON string contents, matched in every encoded form; `/regex/c`: only in
 //      the canonical form of json.dumps(s, ensure_ascii=False)) and the language
 //      operators `A & B` (intersection) and `A - B` (difference), which bind looser than
-//      concatenation and tighter than `|`, and whose operands must be regular.
+//      concatenation and tighter than `|`, and whose operands must be regular; and slots
+//      `${name}` / `${name:json}`, terminals whose values are bound later (grammar.hpp SlotRef).
 // Out: one expression tree per rule (RuleRef nodes point into the rule table).
 // Invariants: every error is a CompileError with line and column and what was expected; nesting
 // is bounded by Limits::max_nesting so hostile input cannot overflow the stack.
@@ -282,6 +283,7 @@ class GrammarParser {
     if (c == '[') return parse_class();
     if (c == '/') return parse_regex_terminal();
     if (c == '<') return parse_token_ref();
+    if (c == '$') return parse_slot();
     if (c == '.') {
       ++pos_;
       return make_chars(CharSet::any(), start);
@@ -298,7 +300,7 @@ class GrammarParser {
       std::string name = parse_name();
       return make_rule_ref(rule_index(name, start), start);
     }
-    fail("expected a literal, character class, rule name, `(`, `.` or /regex/");
+    fail("expected a literal, character class, rule name, `(`, `.`, /regex/ or ${slot}");
   }
 
   // Decode one UTF-8 code point at pos_.
@@ -442,6 +444,35 @@ class GrammarParser {
     return make_rule_ref(token_ref_rule(ast_.tokens.size() - 1), start);
   }
 
+  // ${name} (the raw bytes of one bound value) or ${name:json} (one bound value as a whole JSON
+  // string). Names use rule-name characters; the values come later (CompiledGrammar::bind).
+  NodePtr parse_slot() {
+    const std::size_t start = pos_;
+    if (peek(1) != '{') fail("expected `{` after `$` (a slot is written ${name} or ${name:json})");
+    pos_ += 2;
+    if (!is_name_start(peek())) fail("expected a slot name (letters, digits, `_`, `-`) in ${...}");
+    SlotRef slot;
+    slot.name = parse_name();
+    slot.pos = start;
+    if (consume(":")) {
+      const std::size_t kind_pos = pos_;
+      const std::string kind = parse_name();
+      if (kind != "json")
+        fail_at(kind_pos, "unknown slot spelling `" + kind + "` (a slot is ${name}: the raw value, or "
+                          "${name:json}: the value as a JSON string)");
+      slot.spelling = SlotSpelling::Json;
+    }
+    if (!consume("}")) fail("expected `}` to close the slot ${" + slot.name);
+    ast_.slots.push_back(std::move(slot));
+    return make_rule_ref(slot_ref_rule(ast_.slots.size() - 1), start);
+  }
+
+  // What a reference to rule index r < 0 (a token or a slot) names, for error messages.
+  std::string external_ref(std::int32_t r) const {
+    if (is_slot_rule(r)) return "the slot " + slot_text(ast_.slots[slot_ref_index(r)]) + " (bound later)";
+    return "the token " + ast_.tokens[token_ref_index(r)].text;
+  }
+
   NodePtr parse_regex_terminal() {
     std::size_t start = pos_;
     ++pos_;  // opening /
@@ -508,11 +539,10 @@ class GrammarParser {
       if (!operand_seen_.insert(n).second) continue;  // regex and `/…/j` `/…/c` trees share subtrees
       for (const auto& k : n->kids) stack.push_back(k.get());
       if (n->kind != NodeKind::RuleRef) continue;
-      std::string why = n->rule < 0 ? "it names the token " + ast_.tokens[token_ref_index(n->rule)].text
-                                    : irregular_reason(n->rule);
+      std::string why = n->rule < 0 ? "it names " + external_ref(n->rule) : irregular_reason(n->rule);
       if (!why.empty())
         fail_at(n->pos, std::string("an operand of `") + o.op + "` (at " + where(o.op_pos) +
-                            ") must be regular (no recursion, no token references), but " + why);
+                            ") must be regular (no recursion, no token references, no slots), but " + why);
     }
   }
 
@@ -550,7 +580,7 @@ class GrammarParser {
       if (n->kind != NodeKind::RuleRef) continue;
       if (n->rule < 0) {
         const std::string via = frames.size() > 1 ? " (reached as " + path(frames, 0) + ")" : "";
-        return "rule " + name(f.rule) + via + " names the token " + ast_.tokens[token_ref_index(n->rule)].text;
+        return "rule " + name(f.rule) + via + " names " + external_ref(n->rule);
       }
       const auto c = static_cast<std::size_t>(n->rule);
       if (rule_state_[c] == 2) continue;

@@ -36,6 +36,13 @@ struct Limits {
   /// is stored under the parser-state signature, so a recurring state costs one copy. Cost:
   /// ceil(width/32)*4 bytes per entry (16 KiB at a 128k vocabulary). 0 disables it.
   std::uint32_t max_mask_memo_mb = 64;
+  /// Values bound to one slot (`${name}` terminal) per binding. Checked before any work, so a
+  /// request with a million values is refused in microseconds.
+  std::uint32_t max_slot_values = 100000;
+  /// Bytes of one slot's values (as spelled in the output, quotes and escapes included) per
+  /// binding: bounds the trie built at bind time. The slot's DFA also counts against
+  /// max_dfa_states (its dense table is states x byte classes x 4 bytes).
+  std::uint32_t max_slot_bytes = 1 << 20;
 };
 
 /// A deadline checked at loop heads of long-running compile stages.

@@ -8,10 +8,23 @@
 namespace corral {
 namespace {
 constexpr std::size_t kEosStep = std::numeric_limits<std::size_t>::max();
+
+// A skeleton's slots match nothing until bound: refuse to match it rather than let a model
+// write around fields it can never fill.
+const std::shared_ptr<const CompiledGrammar>& require_bound(const std::shared_ptr<const CompiledGrammar>& g) {
+  if (g->needs_binding()) {
+    std::string names;
+    for (const std::string& n : g->slot_names()) names += (names.empty() ? "" : ", ") + n;
+    throw SlotError("", "the grammar has slots that are not bound (" + names +
+                            "): bind their values first (CompiledGrammar.bind)");
+  }
+  return g;
 }
+}  // namespace
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : grammar_(std::move(grammar)), parser_(grammar_->grammar(), grammar_->limits().max_items_per_set) {}
+    : grammar_(require_bound(grammar)),
+      parser_(grammar_->grammar(), grammar_->dfas().data(), grammar_->limits().max_items_per_set) {}
 
 void Matcher::reset() {
   parser_.reset();
@@ -126,6 +139,10 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
       }
     }
     parser_work_ = false;
+    // Did this computation consult a slot's automaton? (Then the mask belongs to the binding;
+    // otherwise every binding of the skeleton can reuse it.)
+    parser_.clear_slot_seen();
+    const bool slot_state = parser_.slot_items();
     mark_allowed(urow, 0, 0);
     named_.clear();
     parser_.expected_tokens(named_);
@@ -134,7 +151,7 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
     // Only masks that needed the parser are worth memoising; the rest are one cached copy anyway.
     if (parser_work_ && memo) {
       if (sig.first == 0 && sig.second == 0) sig = parser_.state_signature();
-      grammar_->memo_put(sig, urow);
+      grammar_->memo_put(sig, urow, slot_state || parser_.slot_seen());
     }
   } catch (const std::exception& e) {
     parser_.pop_to(mark);

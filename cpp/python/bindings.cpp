@@ -2,6 +2,7 @@
 // error type maps one-to-one to its twin in corral/errors.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -53,6 +54,8 @@ Limits limits_from(const nb::dict& d) {
     else if (key == "max_compile_ms") l.max_compile_ms = val;
     else if (key == "max_items_per_set") l.max_items_per_set = val;
     else if (key == "max_mask_memo_mb") l.max_mask_memo_mb = val;
+    else if (key == "max_slot_values") l.max_slot_values = val;
+    else if (key == "max_slot_bytes") l.max_slot_bytes = val;
     else throw nb::type_error(("unknown limit '" + key + "'").c_str());
   }
   return l;
@@ -69,6 +72,8 @@ nb::dict default_limits() {
   d["max_compile_ms"] = l.max_compile_ms;
   d["max_items_per_set"] = l.max_items_per_set;
   d["max_mask_memo_mb"] = l.max_mask_memo_mb;
+  d["max_slot_values"] = l.max_slot_values;
+  d["max_slot_bytes"] = l.max_slot_bytes;
   return d;
 }
 
@@ -77,8 +82,8 @@ nb::object text(const std::string& s) {
   return nb::steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
 }
 
-void raise_py(const char* cls, nb::object args_tuple) {
-  nb::object errors = nb::module_::import_("corral.errors");
+void raise_py(const char* cls, nb::object args_tuple, const char* module = "corral.errors") {
+  nb::object errors = nb::module_::import_(module);
   nb::object exc = errors.attr(cls)(*args_tuple);
   PyErr_SetObject(exc.type().ptr(), exc.ptr());
 }
@@ -95,6 +100,8 @@ NB_MODULE(_core, m) {
       raise_py("CompileError", nb::make_tuple(text(e.bare_message()), e.offset(), e.line(), e.column()));
     } catch (const LimitExceeded& e) {
       raise_py("LimitExceeded", nb::make_tuple(e.limit(), e.given(), e.limit_value(), text(e.what())));
+    } catch (const SlotError& e) {
+      raise_py("SlotError", nb::make_tuple(text(e.what()), text(e.slot())), "corral.engine");
     } catch (const TokenizerError& e) {
       raise_py("TokenizerError", nb::make_tuple(text(e.what())));
     } catch (const InternalError& e) {
@@ -156,6 +163,23 @@ NB_MODULE(_core, m) {
 
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
       .def("matcher", [](std::shared_ptr<const CompiledGrammar> self) { return Matcher(std::move(self)); })
+      .def("bind",
+           [](const CompiledGrammar& self, std::map<std::string, std::vector<std::string>> slots) {
+             std::vector<SlotValues> v;
+             v.reserve(slots.size());
+             for (auto& [name, values] : slots) v.push_back(SlotValues{name, std::move(values)});
+             nb::gil_scoped_release release;
+             return self.bind(v);
+           },
+           "slots"_a,
+           "Bind every slot (${name} terminal) to its values: a grammar sharing this skeleton's "
+           "automata and caches. Raises SlotError or LimitExceeded.")
+      .def_prop_ro("slot_names", [](const CompiledGrammar& g) { return g.slot_names(); },
+                   "The grammar's slot names, sorted.")
+      .def_prop_ro("needs_binding", &CompiledGrammar::needs_binding,
+                   "Does the grammar have slots that are not bound (a skeleton)?")
+      .def_prop_ro("is_binding", [](const CompiledGrammar& g) { return g.skeleton() != nullptr; },
+                   "Is this a binding of a skeleton's slots?")
       .def_prop_ro("grammar_text", [](const CompiledGrammar& g) { return g.grammar().to_string(); })
       .def_prop_ro("num_terminals", [](const CompiledGrammar& g) { return g.grammar().terminals.size(); })
       .def("cache_stats", [](const CompiledGrammar& g) {
@@ -165,6 +189,8 @@ NB_MODULE(_core, m) {
         d["hits"] = g.cache_hits();
         d["misses"] = g.cache_misses();
         d["memo_entries"] = g.memo_entries();
+        d["bindings"] = g.bindings_made();
+        d["slot_states"] = g.slot_states();
         return d;
       });
 

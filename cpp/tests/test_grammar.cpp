@@ -16,7 +16,8 @@ Grammar build(const std::string& text) {
 }
 
 bool parses(const Grammar& g, const std::string& s, bool* complete = nullptr) {
-  EarleyParser p(g, 100000);
+  const auto dfas = g.own_dfas();
+  EarleyParser p(g, dfas.data(), 100000);
   for (char c : s)
     if (!p.push_byte(static_cast<std::uint8_t>(c))) return false;
   if (complete) *complete = p.accepting();
@@ -88,7 +89,8 @@ b ::= "b" b | "c")G");
 
 TEST(earley_rollback_restores_state) {
   Grammar g = build(json_grammar_text());
-  EarleyParser p(g, 100000);
+  const auto dfas = g.own_dfas();
+  EarleyParser p(g, dfas.data(), 100000);
   std::string a = R"G({"k": [1, 2)G";
   for (char c : a) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));
   std::size_t mark = p.num_sets();
@@ -101,7 +103,8 @@ TEST(earley_shortest_completion_is_valid) {
   Grammar g = build(R"G(root ::= "<" tag ">" body "</" tag ">"
 tag ::= [a-z]+
 body ::= "" | root body | [^<>]+)G");
-  EarleyParser p(g, 100000);
+  const auto dfas = g.own_dfas();
+  EarleyParser p(g, dfas.data(), 100000);
   for (char c : std::string("<ab><c>x")) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));
   std::string comp = p.shortest_completion(1000);
   for (char c : comp) EXPECT(p.push_byte(static_cast<std::uint8_t>(c)));

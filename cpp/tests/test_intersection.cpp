@@ -18,7 +18,8 @@ Grammar build(const std::string& text, const Limits& limits = Limits()) {
 }
 
 bool accepts(const Grammar& g, const std::string& s) {
-  EarleyParser p(g, 100000);
+  const auto dfas = g.own_dfas();
+  EarleyParser p(g, dfas.data(), 100000);
   for (char c : s)
     if (!p.push_byte(static_cast<std::uint8_t>(c))) return false;
   return p.accepting();

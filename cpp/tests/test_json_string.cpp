@@ -164,7 +164,8 @@ TEST(json_string_grammar_flag) {
   Grammar g = lower_grammar(parse_grammar_text("root ::= \"\\\"\" /[a-z\\/]+/j \"\\\"\"", "root", limits),
                             limits, budget);
   auto accepts = [&](const std::string& s) {
-    EarleyParser p(g, 100000);
+    const auto dfas = g.own_dfas();
+    EarleyParser p(g, dfas.data(), 100000);
     for (char c : s)
       if (!p.push_byte(static_cast<std::uint8_t>(c))) return false;
     return p.accepting();
@@ -325,7 +326,8 @@ TEST(json_string_canonical_grammar_flag) {
     return lower_grammar(parse_grammar_text(text, "root", limits), limits, budget);
   };
   auto accepts = [](const Grammar& g, const std::string& s) {
-    EarleyParser p(g, 100000);
+    const auto dfas = g.own_dfas();
+    EarleyParser p(g, dfas.data(), 100000);
     for (char c : s)
       if (!p.push_byte(static_cast<std::uint8_t>(c))) return false;
     return p.accepting();

@@ -1,6 +1,6 @@
 """corral's native engine (thin bindings; use the `corral` package API)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 import numpy
@@ -79,6 +79,23 @@ class Matcher:
 
 class CompiledGrammar:
     def matcher(self) -> Matcher: ...
+
+    def bind(self, slots: Mapping[str, Sequence[str]]) -> CompiledGrammar:
+        """
+        Bind every slot (${name} terminal) to its values: a grammar sharing this skeleton's automata and caches. Raises SlotError or LimitExceeded.
+        """
+
+    @property
+    def slot_names(self) -> list[str]:
+        """The grammar's slot names, sorted."""
+
+    @property
+    def needs_binding(self) -> bool:
+        """Does the grammar have slots that are not bound (a skeleton)?"""
+
+    @property
+    def is_binding(self) -> bool:
+        """Is this a binding of a skeleton's slots?"""
 
     @property
     def grammar_text(self) -> str: ...

@@ -16,22 +16,34 @@ Example
 [0, 2]
 >>> m.accept_token(2), m.is_accepting()
 (True, True)
+
+Slots: a grammar can leave a terminal's values open (``${name}``, or ``${name:json}`` for a
+whole JSON string) and be compiled once as a *skeleton*; :meth:`CompiledGrammar.bind` then
+supplies the values per request in microseconds, sharing everything else:
+
+>>> skeleton = corral.compile_grammar('root ::= "cc=" ${cc}', tok)
+>>> bound = skeleton.bind({"cc": ["ab", "a"]})
+>>> m = bound.matcher()
+>>> m.accept_bytes(b"cc=ab"), m.is_accepting()
+(True, True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from corral import _core
+from corral.errors import CompileError
 from corral.tokenizer import Tokenizer
 
 __all__ = [
     "DEFAULT_LIMITS",
     "CompiledGrammar",
     "Matcher",
+    "SlotError",
     "allocate_bitmask",
     "allowed_tokens",
     "compile_grammar",
@@ -54,8 +66,30 @@ DEFAULT_LIMITS: dict[str, int] = dict(_core.default_limits())
 ``max_items_per_set`` (50,000; Earley items in one parser step at decode time — past it the
 matcher enters its error state instead of exhausting memory),
 ``max_mask_memo_mb`` (64; memory for whole masks memoised by parser-state signature, per
-compiled grammar; 16 KiB per mask at a 128k vocabulary; 0 disables).
+compiled grammar; 16 KiB per mask at a 128k vocabulary; 0 disables),
+``max_slot_values`` (100,000; values bound to one slot by one ``bind``),
+``max_slot_bytes`` (1 MiB; bytes of one slot's values as spelled in the output; the slot's
+automaton also counts against ``max_dfa_states``).
 """
+
+
+class SlotError(CompileError):
+    """Bad values for a grammar's slots (``${name}``) at bind time: an unknown, missing or
+    repeated slot name, an empty value list, a value that is not a ``str``, is empty (raw
+    slots), repeats or is not valid UTF-8; binding a binding; matching an unbound skeleton.
+
+    Attributes
+    ----------
+    slot : str
+        The slot concerned ("" when the error is about the binding as a whole).
+    """
+
+    def __init__(self, message: str, slot: str = "") -> None:
+        super().__init__(message)
+        self.slot = slot
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.slot))
 
 
 def _limits(limits: dict[str, Any]) -> dict[str, int]:
@@ -86,10 +120,52 @@ class CompiledGrammar:
         self._native = native
         self.tokenizer = tokenizer
         self.source = source
+        self.skeleton: CompiledGrammar | None = None
+        """For a binding (see :meth:`bind`): the skeleton it binds; otherwise None."""
 
     def matcher(self) -> Matcher:
-        """A fresh matcher at the start of the output."""
+        """A fresh matcher at the start of the output. Raises :class:`SlotError` on a skeleton
+        whose slots are not bound."""
         return self._native.matcher()
+
+    @property
+    def slot_names(self) -> list[str]:
+        """The grammar's slot names (``${name}`` terminals), sorted."""
+        return list(self._native.slot_names)
+
+    @property
+    def needs_binding(self) -> bool:
+        """True for a skeleton: it has slots and :meth:`bind` must supply their values before
+        a matcher can be created."""
+        return bool(self._native.needs_binding)
+
+    def bind(self, slots: Mapping[str, Sequence[str]]) -> CompiledGrammar:
+        """Bind every slot to its allowed values: ``{"cost_center": ["CC-104", "CC-109"]}``.
+
+        Returns a compiled grammar that matches exactly like this one with each ``${name}``
+        replaced by one of its values (``${name:json}``: the value as a JSON string, spelled as
+        ``json.dumps(v, ensure_ascii=False)`` writes it). Only the slots' automata are built
+        (a minimal trie of the values: about 50 µs for 1,000 values); the lowered grammar,
+        every other automaton and the mask cache are shared with this skeleton, which is never
+        recompiled. Bindings are independent and thread-safe; make one per request.
+
+        Raises
+        ------
+        SlotError
+            An unknown or missing slot name, an empty list, a value that is not a str, an empty
+            value in a raw ``${name}`` slot, a duplicate value, or binding a binding.
+        LimitExceeded
+            ``max_slot_values``, ``max_slot_bytes`` or ``max_dfa_states`` (set when compiling).
+        """
+        return self._derive(_bind_native(self._native, slots), slots)
+
+    def _derive(self, native: Any, slots: Mapping[str, Sequence[str]]) -> CompiledGrammar:
+        """The Python object for a binding made from this grammar (subclasses keep their type)."""
+        if native is self._native:
+            return self
+        out = CompiledGrammar(native, self.tokenizer, self.source)
+        out.skeleton = self
+        return out
 
     @property
     def grammar_text(self) -> str:
@@ -97,11 +173,50 @@ class CompiledGrammar:
         return str(self._native.grammar_text)
 
     def cache_stats(self) -> dict[str, int]:
-        """Mask-cache statistics: entries, bytes, hits, misses."""
+        """Mask-cache statistics: entries, bytes, hits, misses, memo_entries, bindings (how many
+        :meth:`bind` calls this grammar served) and slot_states (DFA states of a binding's
+        slots). A binding reports only its own slot-dependent entries; everything else is
+        counted in its skeleton."""
         return dict(self._native.cache_stats())
 
     def __repr__(self) -> str:
         return f"CompiledGrammar(source={self.source!r}, tokenizer={self.tokenizer.name!r})"
+
+
+def _bind_native(native: Any, slots: Mapping[str, Sequence[str]]) -> Any:
+    """native.bind(slots), with Python-level mistakes (a str where a list belongs, a value that
+    is not a str) reported as SlotError. The happy path does no per-value work in Python."""
+    if not isinstance(slots, Mapping):
+        raise SlotError(
+            f"slots must be a mapping of slot name to a list of strings, got {type(slots).__name__}"
+        )
+    for name, values in slots.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise SlotError(
+                f"slot {name!r}: values must be a list of strings, got {type(values).__name__}", str(name)
+            )
+    try:
+        return native.bind(slots if type(slots) is dict else dict(slots))
+    except TypeError:
+        _explain_bad_slots(slots)
+        raise
+
+
+def _explain_bad_slots(slots: Mapping[str, Sequence[str]]) -> None:
+    for name, values in slots.items():
+        if not isinstance(name, str):
+            raise SlotError(f"slot names must be strings, got {name!r}") from None
+        for v in values:
+            if not isinstance(v, str):
+                raise SlotError(
+                    f"slot {name!r}: value {v!r} ({type(v).__name__}) is not a str", name
+                ) from None
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise SlotError(
+                    f"slot {name!r}: value {v!r} is not valid UTF-8 (a lone surrogate)", name
+                ) from None
 
 
 def _vocab(tokenizer: Tokenizer) -> Any:

@@ -12,17 +12,33 @@
 False
 >>> g.validate('{"n": 7}')
 {'n': 7}
+
+A string field marked ``"x-corral-slot": "name"`` takes its allowed values per request: the
+schema is compiled once (the skeleton) and each request binds the values in microseconds.
+
+>>> skeleton = corral.compile_json_schema({"type": "object", "properties": {
+...     "cc": {"type": "string", "x-corral-slot": "cost_center"}}, "required": ["cc"]}, tok,
+...     whitespace="compact")
+>>> skeleton.slots
+{'cost_center': ['#/properties/cc']}
+>>> g = skeleton.bind({"cost_center": ["CC-104", "CC-109"]})
+>>> m = g.matcher()
+>>> m.accept_bytes(b'{"cc":"CC-1'), m.accept_bytes(b'1"}'), m.accept_bytes(b'09"}'), m.is_accepting()
+(True, False, True, True)
+>>> g.validate('{"cc": "CC-104"}')
+{'cc': 'CC-104'}
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from corral import _core
 from corral.engine import CompiledGrammar, _limits, _vocab
 from corral.errors import CorralError, SchemaError
-from corral.grammar.json_schema import SchemaOptions, SchemaReport, schema_to_grammar
+from corral.grammar.json_schema import SLOT_KEYWORD, SchemaOptions, SchemaReport, schema_to_grammar
 from corral.tokenizer import Tokenizer
 
 __all__ = ["JsonSchemaGrammar", "OutputValidationError", "compile_json_schema"]
@@ -50,6 +66,9 @@ class JsonSchemaGrammar(CompiledGrammar):
         The generated grammar text (GBNF with regex terminals).
     model : type | None
         The Pydantic model / type given, if any (``parse`` returns its instances).
+    slot_values : dict[str, list[str]] | None
+        For a binding (see ``bind``): the values bound to each slot; None for a skeleton or a
+        schema without slots.
     """
 
     def __init__(
@@ -66,10 +85,38 @@ class JsonSchemaGrammar(CompiledGrammar):
         self.report = report
         self.grammar_source = source
         self.model = model
+        self.slot_values: dict[str, list[str]] | None = None
+        self._checker: Any = None
+
+    @property
+    def slots(self) -> dict[str, list[str]]:
+        """The schema's slots (``x-corral-slot``): name -> JSON pointers of the strings using it."""
+        return {k: list(v) for k, v in self.report.slots.items()}
+
+    def bind(self, slots: Mapping[str, Sequence[str]]) -> JsonSchemaGrammar:
+        """Bind every ``x-corral-slot`` to its allowed values for one request, e.g.
+        ``{"cost_center": ["CC-104", "CC-109"]}``: a grammar whose slot strings are exactly
+        those values (as JSON strings in ``json.dumps(v, ensure_ascii=False)`` spelling), built
+        without recompiling the schema (see ``CompiledGrammar.bind``). ``validate``/``parse`` of
+        the result also check each slot string against its values, as an ``enum`` would."""
+        bound = super().bind(slots)
+        assert isinstance(bound, JsonSchemaGrammar)
+        return bound
+
+    def _derive(self, native: Any, slots: Mapping[str, Sequence[str]]) -> JsonSchemaGrammar:
+        if native is self._native:
+            return self
+        out = JsonSchemaGrammar(
+            native, self.tokenizer, self.schema, self.report, self.grammar_source, self.model
+        )
+        out.skeleton = self
+        out.slot_values = {name: list(values) for name, values in slots.items()}
+        return out
 
     def validate(self, output: str | bytes) -> Any:
         """Parse the decoded output and check it against the whole schema (including keywords
-        the grammar could not enforce). Returns the parsed JSON value.
+        the grammar could not enforce; on a binding, each slot string must be one of its bound
+        values). Returns the parsed JSON value.
 
         Raises
         ------
@@ -81,7 +128,9 @@ class JsonSchemaGrammar(CompiledGrammar):
             value = json.loads(text)
         except json.JSONDecodeError as e:
             raise OutputValidationError(f"output is not JSON: {e}", [str(e)]) from None
-        validator = _validator(self.schema)
+        if self._checker is None:  # built once per grammar (per binding), on first use
+            self._checker = _validator(self.schema, self.slot_values)
+        validator = self._checker
         errors = [
             f"{'/'.join(map(str, e.absolute_path)) or '#'}: {e.message}" for e in validator.iter_errors(value)
         ]
@@ -101,15 +150,28 @@ class JsonSchemaGrammar(CompiledGrammar):
         return TypeAdapter(self.model).validate_json(text)
 
 
-def _validator(schema: Any) -> Any:
+def _validator(schema: Any, slot_values: dict[str, list[str]] | None = None) -> Any:
     """A jsonschema validator for the schema's draft (2020-12 unless ``$schema`` says otherwise),
     with that draft's format checkers. Formats the grammar enforces exactly are not re-checked
-    (jsonschema's checkers for some of them need optional packages)."""
+    (jsonschema's checkers for some of them need optional packages). With `slot_values`, the
+    ``x-corral-slot`` keyword checks a string against its slot's values (strings only, like
+    ``pattern``; unbound slots constrain nothing)."""
     import jsonschema
 
     from corral.grammar.formats import FORMAT_REGEXES
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if slot_values:
+        allowed = {name: frozenset(values) for name, values in slot_values.items()}
+
+        def slot_check(validator: Any, name: Any, instance: Any, subschema: Any) -> Any:
+            values = allowed.get(name) if isinstance(name, str) else None
+            if isinstance(instance, str) and values is not None and instance not in values:
+                yield jsonschema.ValidationError(
+                    f"{instance!r} is not one of the values bound to slot {name!r}"
+                )
+
+        cls = jsonschema.validators.extend(cls, {SLOT_KEYWORD: slot_check})
     checker = jsonschema.FormatChecker(formats=())
     checker.checkers = {k: v for k, v in cls.FORMAT_CHECKER.checkers.items() if k not in FORMAT_REGEXES}
     return cls(schema, format_checker=checker)

@@ -58,7 +58,14 @@ from corral.grammar import formats, multiples, numbers, probe
 from corral.grammar.containers import FIRST, NONEMPTY, ArrayItems, Member, ObjectMembers, TooManyStates
 from corral.grammar.regex_text import scan, top_level_branches
 
-__all__ = ["SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
+__all__ = ["SLOT_KEYWORD", "SchemaOptions", "SchemaReport", "ReportEntry", "schema_to_grammar"]
+
+# A string schema whose allowed values are supplied per request: ``{"type": "string",
+# "x-corral-slot": "cost_center"}`` becomes the grammar slot ``${cost_center:json}`` (a JSON
+# string, values spelled canonically), bound with ``JsonSchemaGrammar.bind``. It constrains
+# strings only, like ``pattern``; with it a string allows no other string keyword.
+SLOT_KEYWORD = "x-corral-slot"
+_SLOT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 Whitespace = Literal["compact", "flexible", "pretty"]
 
@@ -253,6 +260,8 @@ class SchemaReport:
     """
 
     entries: list[ReportEntry] = field(default_factory=list)
+    # Slots (``x-corral-slot``): name -> JSON pointers of the string schemas that use it.
+    slots: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def post_checks(self) -> bool:
@@ -267,11 +276,16 @@ class SchemaReport:
     def __str__(self) -> str:
         if not self.entries:
             return "every keyword is enforced by the grammar"
-        return "\n".join(
+        lines = [
             f"{e.pointer}: {e.keyword}: {e.status}{' (' + e.detail + ')' if e.detail else ''}"
             for e in self.entries
             if e.status != "enforced"
-        )
+        ]
+        lines += [
+            f"slot {name!r}: {', '.join(ptrs)} (values bound per request)"
+            for name, ptrs in self.slots.items()
+        ]
+        return "\n".join(lines)
 
 
 def _count(schema: dict[str, Any], key: str, pointer: str, default: int | None) -> int | None:
@@ -432,6 +446,7 @@ class _Converter:
             set(self.inexact),
             list(self.report.entries),
             self.post_marks,
+            {k: list(v) for k, v in self.report.slots.items()},
         )
 
     def restore(self, saved: tuple[Any, ...]) -> None:
@@ -445,6 +460,7 @@ class _Converter:
             self.inexact,
             self.report.entries,
             self.post_marks,
+            self.report.slots,
         ) = saved
 
     def exact_child(self, schema: Any, pointer: str) -> tuple[str, bool]:
@@ -622,6 +638,11 @@ class _Converter:
                 continue
             self.cannot_enforce(_ptr(pointer, key), key, "checked after decoding")
         if "enum" in schema or "const" in schema:
+            if SLOT_KEYWORD in schema:
+                raise UnsupportedSchemaError(
+                    f"{SLOT_KEYWORD} cannot be combined with enum/const (the bound values are the enum)",
+                    _ptr(pointer, SLOT_KEYWORD),
+                )
             if "dependencies" in schema:
                 # enum values are filtered with a draft 2020-12 validator, which ignores it.
                 self.cannot_enforce(_ptr(pointer, "dependencies"), "dependencies", "combined with enum/const")
@@ -976,6 +997,8 @@ class _Converter:
         """Strings: ``format``, ``pattern`` and ``minLength``/``maxLength`` together are one
         product automaton (the grammar's ``&``), when it fits the state budget; otherwise the
         length, then the pattern, is checked after decoding."""
+        if SLOT_KEYWORD in schema:
+            return self.slot_string(schema, pointer)
         lo = _count(schema, "minLength", pointer, 0) or 0
         hi = _count(schema, "maxLength", pointer, None)
         if hi is not None and lo > hi:
@@ -1033,6 +1056,36 @@ class _Converter:
                     raise _NoValue("no string satisfies both pattern and format", pointer)
                 return out
         return self.jstr(pieces[0] if pieces else "(?s:.)*")
+
+    def slot_string(self, schema: dict[str, Any], pointer: str) -> str:
+        """A string slot: the grammar's ``${name:json}`` (a whole JSON string; values bound per
+        request, spelled canonically whatever ``escapes`` says: a trie of every spelling would
+        explode). The values are the whole constraint, so other string keywords are refused."""
+        where = _ptr(pointer, SLOT_KEYWORD)
+        name = schema[SLOT_KEYWORD]
+        if not isinstance(name, str) or not _SLOT_NAME.fullmatch(name):
+            raise SchemaError(
+                f"{SLOT_KEYWORD} must be a name matching [A-Za-z_][A-Za-z0-9_-]*, got {name!r}", where
+            )
+        for key in _STRING_KEYS:
+            if key in schema:
+                raise UnsupportedSchemaError(
+                    f"{SLOT_KEYWORD} cannot be combined with {key!r} (the bound values are the whole "
+                    "constraint: filter them before binding)",
+                    _ptr(pointer, key),
+                )
+        spelled = (
+            "canonically" if self.jflag == "c" else "canonically (escapes='any' does not apply to slots)"
+        )
+        self.note(
+            where,
+            SLOT_KEYWORD,
+            "enforced",
+            f"slot {name!r}: one of the values bound per request, spelled {spelled}",
+        )
+        if pointer not in self.report.slots.setdefault(name, []):
+            self.report.slots[name].append(pointer)
+        return f"${{{name}:json}}"
 
     def pattern_regex(self, pat: Any, where: str, ascii_classes: bool) -> str:
         """The full-match regex for a JSON Schema ``pattern`` (which matches anywhere).
@@ -1551,6 +1604,10 @@ class _Converter:
         except _NoValue:
             self.note(where, "propertyNames", "enforced", "no property allowed")
             return _Keys([], [], lambda name: False)
+        if SLOT_KEYWORD in sub:
+            raise UnsupportedSchemaError(
+                f"{SLOT_KEYWORD} is not supported in propertyNames", _ptr(where, SLOT_KEYWORD)
+            )
         composite = sorted(set(sub) & {"$ref", "anyOf", "oneOf", "not", "if", _UNMERGED})
         if composite:
             give_up(f"{composite[0]} inside propertyNames")
