@@ -104,6 +104,7 @@ def run_corral(model: Any, work: list[Any], mode: str, max_new: int) -> Tally:
             r.timing["decode"],
             r.timing["mask"],
         )
+        t.texts.append(r.text)
     return t
 
 

@@ -23,6 +23,7 @@ from corral.errors import (
     InternalError,
     LimitExceeded,
     SchemaError,
+    SlotError,
     TokenizerError,
     UnsupportedSchemaError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "Matcher",
     "OutputValidationError",
     "SchemaError",
+    "SlotError",
     "Tokenizer",
     "TokenizerError",
     "UnsupportedSchemaError",

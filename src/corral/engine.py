@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from corral import _core
-from corral.errors import CompileError
+from corral.errors import SlotError
 from corral.tokenizer import Tokenizer
 
 __all__ = [
@@ -71,25 +71,6 @@ compiled grammar; 16 KiB per mask at a 128k vocabulary; 0 disables),
 ``max_slot_bytes`` (1 MiB; bytes of one slot's values as spelled in the output; the slot's
 automaton also counts against ``max_dfa_states``).
 """
-
-
-class SlotError(CompileError):
-    """Bad values for a grammar's slots (``${name}``) at bind time: an unknown, missing or
-    repeated slot name, an empty value list, a value that is not a ``str``, is empty (raw
-    slots), repeats or is not valid UTF-8; binding a binding; matching an unbound skeleton.
-
-    Attributes
-    ----------
-    slot : str
-        The slot concerned ("" when the error is about the binding as a whole).
-    """
-
-    def __init__(self, message: str, slot: str = "") -> None:
-        super().__init__(message)
-        self.slot = slot
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.message, self.slot))
 
 
 def _limits(limits: dict[str, Any]) -> dict[str, int]:

@@ -14,6 +14,7 @@ __all__ = [
     "InternalError",
     "LimitExceeded",
     "SchemaError",
+    "SlotError",
     "TokenizerError",
     "UnsupportedSchemaError",
 ]
@@ -133,3 +134,22 @@ class SchemaError(CompileError):
 class UnsupportedSchemaError(SchemaError):
     """A JSON Schema keyword or value that corral cannot enforce (raised in strict mode, or when
     there is no way to honour it even after decoding, such as a remote ``$ref``)."""
+
+
+class SlotError(CompileError):
+    """Bad values for a grammar's slots (``${name}``) at bind time: an unknown, missing or
+    repeated slot name, an empty value list, a value that is not a ``str``, is empty (raw
+    slots), repeats or is not valid UTF-8; binding a binding; matching an unbound skeleton.
+
+    Attributes
+    ----------
+    slot : str
+        The slot concerned ("" when the error is about the binding as a whole).
+    """
+
+    def __init__(self, message: str, slot: str = "") -> None:
+        super().__init__(message)
+        self.slot = slot
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.slot))
