@@ -90,6 +90,8 @@ class Tally:
 
 
 def run_corral(model: Any, work: list[Any], mode: str, max_new: int) -> Tally:
+    # Every mode starts cold (compile cache and lazily-filled mask caches), as a new schema does.
+    corral.generation.constraint.clear_cache()
     t = Tally(mode)
     for _, prompt, schema in work:
         kw: dict[str, Any] = {} if mode == "free" else {"schema": schema, "jump_ahead": mode == "jump"}

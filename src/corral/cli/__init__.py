@@ -18,7 +18,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     from corral import __version__
-    from corral.cli import classify_cmd, generate_cmd
+    from corral.cli import classify_cmd, generate_cmd, serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="corral",
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     generate_cmd.add_parser(sub)
     classify_cmd.add_parser(sub)
+    serve_cmd.add_parser(sub)
     return parser
 
 

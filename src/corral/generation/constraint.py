@@ -18,7 +18,7 @@ from corral.engine import CompiledGrammar, compile_grammar, compile_regex
 from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
 from corral.tokenizer import Tokenizer
 
-__all__ = ["Constraint", "make_constraint", "choices_regex", "validate_choices"]
+__all__ = ["Constraint", "clear_cache", "make_constraint", "choices_regex", "validate_choices"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,11 @@ def choices_regex(choices: Sequence[str]) -> str:
 
 _CACHE: OrderedDict[tuple[str, str, str], Constraint] = OrderedDict()
 _CACHE_SIZE = 64
+
+
+def clear_cache() -> None:
+    """Forget every cached compiled constraint (benchmarks; memory)."""
+    _CACHE.clear()
 
 
 def make_constraint(

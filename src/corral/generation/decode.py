@@ -1,7 +1,11 @@
 """corral's decode loop: batched forward passes, per-row matchers, jump-ahead, budget-safe stops.
 
-In:  a backend, prompt token ids (one list per row), one compiled constraint per row (or None
-     for free generation), sampling parameters, a token budget.
+The loop is a step-wise engine, :class:`DecodeEngine`, so that rows can join and leave while
+others decode (continuous batching, as the server does) — :func:`decode` (what
+:func:`corral.generate` runs) is the same engine with every row added up front.
+
+In:  a backend; per row: prompt token ids, a compiled constraint (or None for free
+     generation), a token budget, sampling parameters.
 Out: one :class:`RowOutput` per row — tokens, why it stopped, forward passes, forced tokens.
 
 Invariants:
@@ -10,8 +14,13 @@ Invariants:
 * Budget safety: before a sampled token is kept, the tokens needed to finish the output from
   the new state (the shortest completion, tokenized) must fit in the remaining budget; if not,
   the row is finished with the shortest completion from the current state, which fits because
-  the same check held one step earlier (and at the start, where it is an error if it fails).
-* Finished rows leave the batch at once: no more mask work or forward compute for them.
+  the same check held one step earlier (and when the row was added, where it is an error if it
+  fails).
+* Finished rows leave the batch at the end of the step: no more mask work or forward compute.
+* Rows added between steps are prefilled together in a batch of their own (so a long prompt is
+  not padded into every running row) and then merged into the running batch with
+  :meth:`Batch.extend`; backends without ``extend`` keep them as a separate batch ("cohort"),
+  one forward pass per cohort per step.
 """
 
 from __future__ import annotations
@@ -26,12 +35,21 @@ import numpy as np
 
 from corral.engine import CompiledGrammar, Matcher, fill_next_token_bitmasks
 from corral.errors import CorralError
-from corral.generation.backends.base import Backend
+from corral.generation.backends.base import Backend, Batch
 from corral.generation.masking import apply_token_bitmask_
 from corral.generation.sampling import SamplingParams, make_generator, sample
 from corral.generation.tokens import TokenTools, any_allowed
 
-__all__ = ["BudgetError", "RowOutput", "decode", "TextCallback"]
+__all__ = [
+    "BudgetError",
+    "DecodeEngine",
+    "check_budget",
+    "DecodeStats",
+    "Row",
+    "RowOutput",
+    "decode",
+    "TextCallback",
+]
 
 # on_text(row, delta): called with each new piece of decoded text of a row.
 TextCallback = Callable[[int, str], None]
@@ -47,33 +65,46 @@ class RowOutput:
 
     tokens: list[int] = field(default_factory=list)
     prompt_tokens: int = 0
-    stop_reason: str = ""  # "complete" | "max_tokens" | "error"
+    stop_reason: str = ""  # "complete" | "max_tokens" | "error" | "cancelled"
     truncated: bool = False  # finished early with the shortest completion to respect the budget
     forward_passes: int = 0
     forced_tokens: int = 0  # appended by jump-ahead without a forward pass of their own
     error: str = ""
 
 
-@dataclass
-class _Row:
+@dataclass(eq=False)
+class Row:
+    """One sequence being decoded by a :class:`DecodeEngine` (returned by
+    :meth:`DecodeEngine.add`). ``out`` fills in as it decodes; ``done`` is set when it stops.
+
+    Rows compare by identity (two rows are never the same sequence)."""
+
     index: int
     matcher: Matcher | None
     budget: int
     out: RowOutput
     pending: list[int]
     decoder: Any
+    params: SamplingParams = field(default_factory=SamplingParams)
+    generator: Any = None
+    jump_ahead: bool = True
+    on_text: Callable[[str], None] | None = None
+    on_finish: Callable[[Row], None] | None = None
     done: bool = False
+    #: Arbitrary caller data (the server keeps its request here).
+    tag: Any = None
 
 
 @dataclass
 class DecodeStats:
-    """Wall-clock split of one :func:`decode` call, in seconds."""
+    """Wall-clock split of an engine's work (or one :func:`decode` call), in seconds."""
 
     forward_s: float = 0.0
     mask_s: float = 0.0
     sample_s: float = 0.0
     total_s: float = 0.0
     steps: int = 0
+    forward_passes: int = 0  # forward calls (one per cohort per step)
 
 
 def needed_tokens(matcher: Matcher, tools: TokenTools, cap: int) -> int:
@@ -86,48 +117,167 @@ def needed_tokens(matcher: Matcher, tools: TokenTools, cap: int) -> int:
     return len(tools.encode_exact(tail))
 
 
-class _Decoder:
-    def __init__(
-        self,
-        backend: Backend,
-        params: SamplingParams,
-        jump_ahead: bool,
-        on_text: TextCallback | None,
-    ) -> None:
+def _check_need(matcher: Matcher, tools: TokenTools, max_new_tokens: int) -> None:
+    need = needed_tokens(matcher, tools, max_new_tokens)
+    if need > max_new_tokens:
+        raise BudgetError(
+            f"the shortest output the constraint allows needs {need} tokens, "
+            f"more than max_new_tokens={max_new_tokens}"
+        )
+
+
+def check_budget(backend: Backend, grammar: CompiledGrammar, max_new_tokens: int) -> None:
+    """Raise :class:`BudgetError` when ``grammar``'s shortest output needs more than
+    ``max_new_tokens`` of ``backend``'s tokens (what :meth:`DecodeEngine.add` checks)."""
+    _check_need(grammar.matcher(), _tools_for(backend), max_new_tokens)
+
+
+@dataclass(eq=False)
+class _Cohort:
+    """A backend batch and the rows it holds (``rows[i]`` is the batch's row ``i``)."""
+
+    batch: Batch
+    rows: list[Row]
+
+
+class DecodeEngine:
+    """A step-wise decoder: rows join with :meth:`add`, each :meth:`step` runs one forward pass
+    over every live row (plus one prefill pass for rows added since the last step), and finished
+    rows leave.
+
+    Not thread-safe: one thread owns the engine (the server's scheduler thread; the caller of
+    :func:`decode`). Callbacks run on that thread.
+
+    Parameters
+    ----------
+    backend : Backend
+        The model.
+    jump_ahead : bool
+        Default for rows: append the tokens the constraint forces without a forward pass each.
+    """
+
+    def __init__(self, backend: Backend, *, jump_ahead: bool = True) -> None:
         self.backend = backend
         self.tok = backend.tokenizer
         self.tools = _tools_for(backend)
-        self.params = params
         self.jump_ahead = jump_ahead
-        self.on_text = on_text
         self.eos = set(self.tok.eos_ids)
         self.eos_arr = np.array(sorted(self.eos), dtype=np.int64)
         self.scratch = np.zeros((1, (self.tok.width + 31) // 32), dtype=np.int32)
         self.stats = DecodeStats()
+        self._cohorts: list[_Cohort] = []
+        self._waiting: list[Row] = []
+        self._can_extend = True
+        self._next_index = 0
+
+    # ---------------------------------------------------------------- rows
+
+    def check_budget(self, grammar: CompiledGrammar, max_new_tokens: int) -> None:
+        """Raise :class:`BudgetError` when the constraint's shortest output needs more than
+        ``max_new_tokens`` tokens."""
+        check_budget(self.backend, grammar, max_new_tokens)
+
+    def add(
+        self,
+        prompt: Sequence[int],
+        grammar: CompiledGrammar | None,
+        *,
+        max_new_tokens: int,
+        params: SamplingParams | None = None,
+        generator: Any = None,
+        jump_ahead: bool | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_finish: Callable[[Row], None] | None = None,
+        tag: Any = None,
+    ) -> Row:
+        """Queue a row; it is prefilled at the next :meth:`step`.
+
+        ``generator`` is the torch generator for sampling (rows may share one; by default each
+        sampled row gets its own, seeded from ``params.seed``). Tokens the constraint forces at
+        the start are appended at once; a row whose whole output is forced finishes here
+        (``on_finish`` is called before this returns).
+
+        Raises :class:`BudgetError` when the constraint's shortest output does not fit
+        ``max_new_tokens``, and :class:`corral.CorralError` when the prompt plus the budget
+        exceed the model's context — both before the row joins.
+        """
+        if not prompt:
+            raise ValueError("the prompt is empty (no tokens)")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if len(prompt) + max_new_tokens > self.backend.context_length:
+            raise CorralError(
+                f"{len(prompt)} prompt tokens + max_new_tokens={max_new_tokens} exceed the "
+                f"model's context of {self.backend.context_length} tokens"
+            )
+        params = params or SamplingParams()
+        matcher = grammar.matcher() if grammar is not None else None
+        if matcher is not None:
+            _check_need(matcher, self.tools, max_new_tokens)
+        if generator is None and not params.greedy:
+            generator = make_generator(params)
+        row = Row(
+            index=self._next_index,
+            matcher=matcher,
+            budget=max_new_tokens,
+            out=RowOutput(prompt_tokens=len(prompt)),
+            pending=list(prompt),
+            decoder=codecs.getincrementaldecoder("utf-8")(errors="replace"),
+            params=params,
+            generator=generator,
+            jump_ahead=self.jump_ahead if jump_ahead is None else jump_ahead,
+            on_text=on_text,
+            on_finish=on_finish,
+            tag=tag,
+        )
+        self._next_index += 1
+        if matcher is not None and row.jump_ahead:
+            self.force(row)
+        self.check_done(row)
+        if not row.done:
+            # Rows finished before any forward pass (fully forced output) never enter a batch.
+            self._waiting.append(row)
+        return row
+
+    def cancel(self, row: Row, reason: str = "cancelled") -> None:
+        """Stop a row now (its sequence leaves the batch at the next step)."""
+        if not row.done:
+            self.finish(row, reason)
+
+    @property
+    def active(self) -> int:
+        """Rows not finished yet (decoding or waiting for their prefill)."""
+        return sum(not r.done for c in self._cohorts for r in c.rows) + sum(not r.done for r in self._waiting)
+
+    @property
+    def has_work(self) -> bool:
+        return self.active > 0
 
     # ---------------------------------------------------------------- per-row steps
 
-    def emit(self, row: _Row, ids: Sequence[int]) -> None:
+    def emit(self, row: Row, ids: Sequence[int]) -> None:
         row.out.tokens.extend(ids)
         row.pending.extend(ids)
-        if self.on_text is not None and ids:
+        if row.on_text is not None and ids:
             text = row.decoder.decode(self.tok.decode(ids))
             if text:
-                self.on_text(row.index, text)
+                row.on_text(text)
 
-    def finish(self, row: _Row, reason: str, error: str = "") -> None:
+    def finish(self, row: Row, reason: str, error: str = "") -> None:
         row.done = True
         row.out.stop_reason = reason
         row.out.error = error
-        if self.on_text is not None:
+        if row.on_text is not None:
             rest = row.decoder.decode(b"", final=True)
             if rest:
-                self.on_text(row.index, rest)
+                row.on_text(rest)
+        if row.on_finish is not None:
+            row.on_finish(row)
 
-    def remaining(self, row: _Row) -> int:
+    def remaining(self, row: Row) -> int:
         return row.budget - len(row.out.tokens)
 
-    def finish_shortest(self, row: _Row) -> None:
+    def finish_shortest(self, row: Row) -> None:
         """Append the shortest completion and stop: the output is valid, but cut short."""
         m = row.matcher
         assert m is not None
@@ -149,7 +299,7 @@ class _Decoder:
         total = int(np.unpackbits(row.view(np.uint8)).sum())
         return total == sum(any_allowed(row, self.eos_arr[i : i + 1]) for i in range(self.eos_arr.size))
 
-    def force(self, row: _Row) -> None:
+    def force(self, row: Row) -> None:
         """Jump-ahead: append the tokens the constraint dictates, keeping the token boundary
         where the model would place it."""
         m = row.matcher
@@ -194,7 +344,7 @@ class _Decoder:
         self.emit(row, ids)
         row.out.forced_tokens += len(ids)
 
-    def advance(self, row: _Row, t: int) -> None:
+    def advance(self, row: Row, t: int) -> None:
         m = row.matcher
         if t in self.eos and (m is None or m.is_accepting()):
             if m is not None:
@@ -215,11 +365,11 @@ class _Decoder:
             self.finish_shortest(row)
             return
         self.emit(row, [t])
-        if self.jump_ahead:
+        if row.jump_ahead:
             self.force(row)
         self.check_done(row)
 
-    def check_done(self, row: _Row) -> None:
+    def check_done(self, row: Row) -> None:
         m = row.matcher
         if m is None or row.done:
             return
@@ -231,58 +381,94 @@ class _Decoder:
             # The budget check kept the output completable in zero tokens: it is accepting.
             self.finish(row, "max_tokens")
 
-    # ---------------------------------------------------------------- the loop
+    # ---------------------------------------------------------------- steps
 
-    def run(self, rows: list[_Row]) -> None:
+    def step(self) -> None:
+        """One decoding step: a forward pass per running cohort (one token or a jump-ahead chunk
+        per row), then the prefill of rows added since the last step; finished rows leave."""
         t_start = time.perf_counter()
-        for row in rows:
-            m = row.matcher
-            if m is not None:
-                need = needed_tokens(m, self.tools, row.budget)
-                if need > row.budget:
-                    raise BudgetError(
-                        f"the shortest output the constraint allows needs {need} tokens, "
-                        f"more than max_new_tokens={row.budget}"
-                    )
-        gen = None if self.params.greedy else make_generator(self.params)
-        for row in rows:
-            if row.matcher is not None and self.jump_ahead:
-                self.force(row)
-            self.check_done(row)
-        batch = self.backend.new_batch()
-        live = rows[:]
-        # Rows finished before any forward pass (fully forced output) never enter the batch.
-        started = False
-        while True:
-            active = [r for r in live if not r.done]
-            if not active:
-                break
-            if started:
-                batch.keep([live.index(r) for r in active])
-            live = active
-            started = True
-            t0 = time.perf_counter()
-            logits = batch.forward([r.pending for r in live])
-            t1 = time.perf_counter()
-            for r in live:
-                r.out.forward_passes += 1
-                r.pending = []
-            constrained = [i for i, r in enumerate(live) if r.matcher is not None]
-            if constrained:
-                mask = np.zeros((len(live), self.scratch.shape[1]), dtype=np.int32)
-                mask[:] = -1
-                fill_next_token_bitmasks([live[i].matcher for i in constrained], mask, constrained)  # type: ignore[misc]
-                apply_token_bitmask_(logits, mask)
-            t2 = time.perf_counter()
-            picked = sample(logits, self.params, gen)
-            t3 = time.perf_counter()
-            for r, t in zip(live, picked, strict=False):
+        for c in self._cohorts:
+            self._compact(c)
+        self._cohorts = [c for c in self._cohorts if c.rows]
+        for c in self._cohorts:
+            self._forward(c)
+        new = [r for r in self._waiting if not r.done]
+        self._waiting = []
+        if new:
+            cohort = _Cohort(self.backend.new_batch(), new)
+            self._forward(cohort)
+            self._cohorts.append(cohort)
+        for c in self._cohorts:
+            self._compact(c)
+        self._cohorts = [c for c in self._cohorts if c.rows]
+        self._merge()
+        self.stats.steps += 1
+        self.stats.total_s += time.perf_counter() - t_start
+
+    def run(self) -> None:
+        """Step until every row has finished."""
+        while self.has_work:
+            self.step()
+
+    def _compact(self, c: _Cohort) -> None:
+        live = [i for i, r in enumerate(c.rows) if not r.done]
+        if len(live) == len(c.rows):
+            return
+        if live:
+            c.batch.keep(live)
+        c.rows = [c.rows[i] for i in live]
+
+    def _merge(self) -> None:
+        """Fold every cohort into the first (one forward pass per step for all rows)."""
+        while self._can_extend and len(self._cohorts) > 1:
+            main, other = self._cohorts[0], self._cohorts[1]
+            try:
+                main.batch.extend(other.batch)
+            except NotImplementedError:
+                self._can_extend = False  # this backend keeps separate cohorts
+                return
+            main.rows.extend(other.rows)
+            del self._cohorts[1]
+
+    def _forward(self, c: _Cohort) -> None:
+        rows = c.rows
+        t0 = time.perf_counter()
+        logits = c.batch.forward([r.pending for r in rows])
+        t1 = time.perf_counter()
+        for r in rows:
+            r.out.forward_passes += 1
+            r.pending = []
+        constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
+        if constrained:
+            mask = np.full((len(rows), self.scratch.shape[1]), -1, dtype=np.int32)
+            fill_next_token_bitmasks([rows[i].matcher for i in constrained], mask, constrained)  # type: ignore[misc]
+            apply_token_bitmask_(logits, mask)
+        t2 = time.perf_counter()
+        picked = self._sample(rows, logits)
+        t3 = time.perf_counter()
+        for r, t in zip(rows, picked, strict=True):
+            if not r.done:  # a callback may have cancelled a row mid-step
                 self.advance(r, t)
-            self.stats.forward_s += t1 - t0
-            self.stats.mask_s += t2 - t1 + (time.perf_counter() - t3)
-            self.stats.sample_s += t3 - t2
-            self.stats.steps += 1
-        self.stats.total_s = time.perf_counter() - t_start
+        self.stats.forward_s += t1 - t0
+        self.stats.mask_s += t2 - t1 + (time.perf_counter() - t3)
+        self.stats.sample_s += t3 - t2
+        self.stats.forward_passes += 1
+
+    def _sample(self, rows: list[Row], logits: Any) -> list[int]:
+        """One token per row, each under its own sampling parameters. Rows that share
+        parameters and a generator are sampled in one call (as one batch from one stream, so a
+        batch from :func:`decode` draws exactly what it always did)."""
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, r in enumerate(rows):
+            key = ("greedy",) if r.params.greedy else (r.params, id(r.generator))
+            groups.setdefault(key, []).append(i)
+        picked = [0] * len(rows)
+        for idx in groups.values():
+            first = rows[idx[0]]
+            sub = logits if len(idx) == len(rows) else logits[idx]
+            for i, t in zip(idx, sample(sub, first.params, first.generator), strict=True):
+                picked[i] = t
+        return picked
 
 
 _TOOLS: dict[int, tuple[Any, TokenTools]] = {}
@@ -317,21 +503,23 @@ def decode(
         raise ValueError("one constraint (or None) per prompt")
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    dec = _Decoder(backend, params or SamplingParams(), jump_ahead, on_text)
-    rows = []
-    for i, (p, c) in enumerate(zip(prompts, constraints, strict=False)):
+    params = params or SamplingParams()
+    engine = DecodeEngine(backend, jump_ahead=jump_ahead)
+    for i, p in enumerate(prompts):
         if not p:
             raise ValueError(f"prompt {i} is empty (no tokens)")
-        out = RowOutput(prompt_tokens=len(p))
-        rows.append(
-            _Row(
-                index=i,
-                matcher=c.matcher() if c is not None else None,
-                budget=max_new_tokens,
-                out=out,
-                pending=list(p),
-                decoder=codecs.getincrementaldecoder("utf-8")(errors="replace"),
-            )
-        )
-    dec.run(rows)
-    return [r.out for r in rows], dec.stats
+    # Every budget is checked before any row starts (and before any text is streamed).
+    for g in {id(c): c for c in constraints if c is not None}.values():
+        engine.check_budget(g, max_new_tokens)
+    # The rows of one call share one random stream, sampled as one batch.
+    gen = None if params.greedy else make_generator(params)
+    rows = []
+    for i, (p, c) in enumerate(zip(prompts, constraints, strict=True)):
+        cb = None if on_text is None else _bind(on_text, i)
+        rows.append(engine.add(p, c, max_new_tokens=max_new_tokens, params=params, generator=gen, on_text=cb))
+    engine.run()
+    return [r.out for r in rows], engine.stats
+
+
+def _bind(on_text: TextCallback, index: int) -> Callable[[str], None]:
+    return lambda delta: on_text(index, delta)

@@ -5,6 +5,11 @@ the KV cache of a set of sequences decoded together. Each :meth:`Batch.forward` 
 chunk of tokens to every live row — one token for a sampled step, several when jump-ahead
 appends forced tokens or at prefill — and returns the logits after each row's last token, so
 forced tokens cost one forward pass however many there are.
+
+Rows come and go: :meth:`Batch.keep` drops finished rows, :meth:`Batch.fork` copies rows into a
+new batch, and :meth:`Batch.extend` appends another batch's rows (continuous batching: requests
+that arrive while others decode are prefilled in a batch of their own, then merged so that
+every later step is one forward pass for all of them).
 """
 
 from __future__ import annotations
@@ -42,6 +47,15 @@ class Batch(ABC):
     def fork(self, rows: Sequence[int]) -> Batch:
         """A new, independent batch whose row ``k`` continues this batch's row ``rows[k]`` (rows
         may repeat: several continuations of one prompt share its prefill)."""
+
+    def extend(self, other: Batch) -> None:
+        """Append ``other``'s rows after this batch's rows (in their order), taking over their
+        state; ``other`` is left empty and must not be used again. Both batches come from the
+        same backend, and either may be empty (never forwarded).
+
+        Optional: the default raises NotImplementedError, and callers then keep the batches
+        apart (one forward pass per batch per step instead of one for all rows)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot merge batches")
 
 
 class Backend(ABC):

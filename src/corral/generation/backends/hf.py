@@ -153,6 +153,30 @@ class _HFBatch(Batch):
         new.pos = self.pos[index]
         return new
 
+    def extend(self, other: Batch) -> None:
+        if not isinstance(other, _HFBatch) or other.b is not self.b:
+            raise ValueError("extend() takes a batch of the same backend")
+        if other.pos is None:
+            return
+        if self.pos is None:
+            self.cache, self.mask, self.pos = other.cache, other.mask, other.pos
+            other.cache = other.mask = other.pos = None
+            return
+        mine, theirs = _dynamic_layers(self.cache), _dynamic_layers(other.cache)
+        if mine is None or theirs is None or len(mine) != len(theirs):
+            raise NotImplementedError("only plain dynamic KV caches can be merged")
+        torch = self.b._torch
+        # Left-pad the shorter cache so the columns line up at the right (the newest token of
+        # every row is the last column); the padding is masked out like any other pad, and each
+        # row keeps its own positions, so nothing a row computes changes.
+        length = max(self.mask.shape[1], other.mask.shape[1])
+        for a, b in zip(mine, theirs, strict=True):
+            a.keys = torch.cat([_left_pad(a.keys, length), _left_pad(b.keys, length)], dim=0)
+            a.values = torch.cat([_left_pad(a.values, length), _left_pad(b.values, length)], dim=0)
+        self.mask = torch.cat([_left_pad(self.mask, length, dim=1), _left_pad(other.mask, length, dim=1)])
+        self.pos = torch.cat([self.pos, other.pos])
+        other.cache = other.mask = other.pos = None
+
     def keep(self, rows: Sequence[int]) -> None:
         if self.pos is None or list(rows) == list(range(self.pos.shape[0])):
             return
@@ -166,6 +190,28 @@ class _HFBatch(Batch):
         start = int(live[0]) if live.numel() else 0
         if start > 0 and _trim_cache_front(self.cache, start):
             self.mask = self.mask[:, start:]
+
+
+def _dynamic_layers(cache: Any) -> list[Any] | None:
+    """The cache's layers when all are plain ``DynamicLayer``s holding keys, else None."""
+    layers = getattr(cache, "layers", None)
+    if not layers or any(type(layer).__name__ != "DynamicLayer" for layer in layers):
+        return None
+    if any(getattr(layer, "keys", None) is None or layer.keys.dim() != 4 for layer in layers):
+        return None
+    return list(layers)
+
+
+def _left_pad(t: Any, length: int, dim: int = 2) -> Any:
+    """``t`` with zeros prepended along ``dim`` up to ``length``."""
+    missing = length - t.shape[dim]
+    if missing <= 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    import torch
+
+    return torch.cat([t.new_zeros(shape), t], dim=dim)
 
 
 def _trim_cache_front(cache: Any, start: int) -> bool:

@@ -1,0 +1,74 @@
+"""``corral serve``: run the OpenAI-compatible server (see :mod:`corral.server`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from corral.errors import CorralError
+
+DEFAULT_NAME = "SmolLM2-135M-Instruct"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run an OpenAI-compatible HTTP server with constrained decoding",
+        description="Serve /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics.",
+    )
+    p.add_argument(
+        "--model", help="a .gguf file or transformers directory (default: bundled SmolLM2-135M-Instruct)"
+    )
+    p.add_argument("--model-name", help="the model id clients send (default: from the file name)")
+    p.add_argument("--backend", default="auto", choices=("auto", "transformers", "llama.cpp"))
+    p.add_argument("--threads", type=int, default=None, help="forward-pass threads (default: cores - 1)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--schema-dir", type=Path, help="pre-compile the *.json schemas in this directory")
+    p.add_argument("--max-batch", type=int, default=16, help="most sequences decoded together")
+    p.add_argument(
+        "--max-queue", type=int, default=64, help="most requests waiting beyond the batch (then 429)"
+    )
+    p.add_argument("--max-tokens", type=int, default=512, help="default output budget per request")
+    p.add_argument("--max-prompt-tokens", type=int, default=None, help="longest prompt (default: context)")
+    p.add_argument("--max-body-mb", type=float, default=4.0, help="largest request body, MiB")
+    p.add_argument("--max-n", type=int, default=8, help="largest n")
+    p.add_argument("--cache-mb", type=int, default=256, help="compile-cache memory bound, MiB")
+    p.add_argument("--compile-workers", type=int, default=1, help="compile threads")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise CorralError("corral serve needs starlette and uvicorn: pip install 'corral[server]'") from None
+    import corral
+    from corral.server import ServerConfig, serve
+    from corral.server.logs import configure_logging, log_event
+
+    for name in ("max_batch", "max_queue", "max_tokens", "max_n", "cache_mb", "compile_workers"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+    configure_logging(args.log_level)
+    backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
+    name = args.model_name or (DEFAULT_NAME if args.model is None else Path(args.model).stem)
+    config = ServerConfig(
+        model_name=name,
+        aliases={backend.source, Path(backend.source).name},
+        max_batch=args.max_batch,
+        max_queue=args.max_queue,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        max_tokens_default=args.max_tokens,
+        max_prompt_tokens=args.max_prompt_tokens,
+        max_n=args.max_n,
+        cache_mb=args.cache_mb,
+        compile_workers=args.compile_workers,
+        schema_dir=args.schema_dir,
+    )
+    log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
+    serve(backend, config, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,42 @@
+"""``corral serve``: an OpenAI-compatible HTTP server with constrained decoding.
+
+Modules: :mod:`~corral.server.app` (endpoints), :mod:`~corral.server.scheduler` (the model
+thread: continuous batching), :mod:`~corral.server.compile_cache` (content-hash LRU, background
+compiles), :mod:`~corral.server.constraints` (request constraint → compiled grammar),
+:mod:`~corral.server.tools` (tool-call grammars), :mod:`~corral.server.protocol` (the OpenAI
+wire format), :mod:`~corral.server.metrics` (Prometheus text), :mod:`~corral.server.errors`,
+:mod:`~corral.server.logs`, :mod:`~corral.server.config`.
+
+Needs ``pip install 'corral[server]'`` (starlette, uvicorn).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.server.config import ServerConfig
+
+__all__ = ["ServerConfig", "create_server", "serve"]
+
+
+def create_server(backend: Any, config: ServerConfig | None = None) -> Any:
+    """A :class:`corral.server.app.CorralServer` for a loaded backend (its ``.app`` is the
+    ASGI application)."""
+    from corral.server.app import CorralServer
+
+    return CorralServer(backend, config or ServerConfig())
+
+
+def serve(backend: Any, config: ServerConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the server until interrupted (uvicorn, one process: the model lives in it)."""
+    import uvicorn
+
+    server = create_server(backend, config)
+    uvicorn.run(
+        server.app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+    )

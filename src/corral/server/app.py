@@ -1,0 +1,523 @@
+"""The HTTP side of ``corral serve``: a Starlette app with the OpenAI endpoints.
+
+Request path (``POST /v1/chat/completions`` and ``/v1/completions``):
+
+1. admission: more than ``max_batch + max_queue`` requests in flight → 429;
+2. the body is read with a size bound (413) and parsed (400 for malformed JSON);
+3. the fields are checked (:mod:`corral.server.protocol`; 400/404);
+4. the constraint is fetched from the compile cache, or compiled in a compile thread while this
+   coroutine waits (other requests keep decoding);
+5. the prompt is rendered and tokenized, its length and the output budget checked (400);
+6. a :class:`~corral.server.scheduler.Job` goes to the scheduler thread, and its text deltas and
+   results come back through an asyncio queue — returned as one response or streamed as
+   server-sent events. A client that disconnects cancels its job: its rows are freed at the
+   next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from corral import __version__
+from corral.errors import CorralError
+from corral.generation.backends.base import Backend
+from corral.generation.decode import BudgetError, RowOutput, check_budget
+from corral.server.compile_cache import CompileCache
+from corral.server.config import ServerConfig
+from corral.server.constraints import ConstraintSpec, SchemaConverter, ServerConstraint, ToolCall, schema_spec
+from corral.server.errors import APIError, error_from_exception
+from corral.server.logs import log_event, new_request_id
+from corral.server.metrics import ServerMetrics
+from corral.server.protocol import (
+    FINISH,
+    GenRequest,
+    envelope,
+    parse_chat,
+    parse_completion,
+    tool_call_json,
+    usage,
+)
+from corral.server.scheduler import Job, Scheduler
+
+__all__ = ["CorralServer", "load_schema_dir"]
+
+
+class _SSEResponse(StreamingResponse):
+    """A streaming response that runs ``on_close`` however the stream ends (finished, client
+    gone, send failed), so an abandoned job is always cancelled."""
+
+    def __init__(self, content: AsyncIterator[str], on_close: Any, **kw: Any) -> None:
+        super().__init__(content, media_type="text/event-stream", **kw)
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_close()
+
+
+def load_schema_dir(path: Path) -> dict[str, tuple[Any, bool]]:
+    """``{name: (schema, strict)}`` for every ``*.json`` file in ``path`` (a file holds a JSON
+    Schema, or an OpenAI ``{"name", "schema", "strict"}`` object)."""
+    if not path.is_dir():
+        raise CorralError(f"--schema-dir: not a directory: {path}")
+    out: dict[str, tuple[Any, bool]] = {}
+    for f in sorted(path.glob("*.json")):
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise CorralError(f"--schema-dir: {f} is not JSON: {e}") from None
+        if isinstance(doc, dict) and isinstance(doc.get("schema"), (dict, bool)) and "name" in doc:
+            out[str(doc["name"])] = (doc["schema"], bool(doc.get("strict", False)))
+        else:
+            out[f.stem] = (doc, False)
+    return out
+
+
+class CorralServer:
+    """The server: model, compile cache, scheduler, metrics and the Starlette ``app``.
+
+    Parameters
+    ----------
+    backend : Backend
+        The loaded model (owned by the scheduler thread from now on).
+    config : ServerConfig
+        Limits and options.
+    """
+
+    def __init__(self, backend: Backend, config: ServerConfig) -> None:
+        self.backend = backend
+        self.config = config
+        self.tokenizer = backend.tokenizer
+        self.metrics = ServerMetrics()
+        self.cache = CompileCache(config.cache_mb * 1024 * 1024, config.compile_workers, self.metrics)
+        self.converter = SchemaConverter(config.compile_workers)
+        self.scheduler = Scheduler(backend, self.metrics, config.max_batch)
+        self.registry: dict[str, ConstraintSpec] = {}
+        self.inflight = 0
+        self.started = time.time()
+        m = self.metrics
+        m.gauge("corral_compile_cache_entries", "Compiled constraints cached.", lambda: self.cache.entries)
+        m.gauge(
+            "corral_compile_cache_bytes", "Estimated memory of the compile cache.", lambda: self.cache.bytes
+        )
+        m.gauge(
+            "corral_active_rows",
+            "Sequences decoding or waiting for prefill.",
+            lambda: self.scheduler.active_rows,
+        )
+        m.gauge(
+            "corral_queued_requests", "Requests waiting for room in the batch.", lambda: self.scheduler.queued
+        )
+        m.gauge("corral_inflight_requests", "Requests being served.", lambda: self.inflight)
+        if config.schema_dir is not None:
+            self.precompile(config.schema_dir)
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+                Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/health", self.health, methods=["GET"]),
+                Route("/metrics", self.metrics_endpoint, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        self.scheduler.start()
+        log_event("ready", model=self.config.model_name, backend=self.backend.describe())
+        try:
+            yield
+        finally:
+            self.scheduler.stop()
+            self.cache.close()
+            self.converter.close()
+
+    def precompile(self, path: Path) -> None:
+        """Compile every schema of a ``--schema-dir`` into the cache and register it by name."""
+        for name, (schema, strict) in load_schema_dir(path).items():
+            spec = schema_spec(schema, strict, f"schema-dir:{name}")
+            t0 = time.perf_counter()
+            try:
+                self.cache.compile_now(spec.key(self.tokenizer), self._builder(spec), spec.kind)
+            except APIError as e:
+                raise CorralError(f"--schema-dir: schema {name!r}: {e.message}") from None
+            self.registry[name] = spec
+            log_event("precompiled", schema=name, seconds=round(time.perf_counter() - t0, 4))
+
+    def _builder(self, spec: ConstraintSpec) -> Callable[[], ServerConstraint]:
+        tok, conv = self.tokenizer, self.converter
+        return lambda: spec.build(tok, conv)
+
+    # ---------------------------------------------------------------- small endpoints
+
+    async def models(self, request: Request) -> Response:
+        self.metrics.requests.inc(endpoint="models", status="200")
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.config.model_name,
+                        "object": "model",
+                        "created": int(self.started),
+                        "owned_by": "corral",
+                    }
+                ],
+            }
+        )
+
+    async def health(self, request: Request) -> Response:
+        ok = self.scheduler.alive
+        status = 200 if ok else 503
+        self.metrics.requests.inc(endpoint="health", status=str(status))
+        return JSONResponse(
+            {
+                "status": "ok" if ok else "error",
+                "model": self.config.model_name,
+                "backend": self.backend.name,
+                "version": __version__,
+                "active_rows": self.scheduler.active_rows,
+                "queued": self.scheduler.queued,
+                "inflight": self.inflight,
+            },
+            status_code=status,
+        )
+
+    async def metrics_endpoint(self, request: Request) -> Response:
+        self.metrics.requests.inc(endpoint="metrics", status="200")
+        return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    # ---------------------------------------------------------------- generation
+
+    async def chat_completions(self, request: Request) -> Response:
+        return await self._generate(request, "chat")
+
+    async def completions(self, request: Request) -> Response:
+        return await self._generate(request, "completions")
+
+    def _fail(self, e: APIError, endpoint: str, rid: str, t0: float) -> Response:
+        self.metrics.errors.inc(kind=e.code)
+        self.metrics.requests.inc(endpoint=endpoint, status=str(e.status))
+        self.metrics.latency.observe(time.perf_counter() - t0, endpoint=endpoint)
+        level = logging.ERROR if e.status >= 500 else logging.INFO
+        log_event(
+            "request",
+            level,
+            request_id=rid,
+            endpoint=endpoint,
+            status=e.status,
+            error=e.code,
+            message=e.message,
+        )
+        return JSONResponse(e.body(), status_code=e.status, headers={"x-request-id": rid})
+
+    async def _generate(self, request: Request, endpoint: str) -> Response:
+        rid = new_request_id()
+        t0 = time.perf_counter()
+        if self.inflight >= self.config.max_batch + self.config.max_queue:
+            return self._fail(
+                APIError(429, "too many concurrent requests; retry later", "too_many_requests"),
+                endpoint,
+                rid,
+                t0,
+            )
+        self.inflight += 1
+        handed_off = False
+        try:
+            body = await self._read_json(request)
+            parse = parse_chat if endpoint == "chat" else parse_completion
+            aliases = self.config.aliases
+            req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n)
+            constraint, hit, compile_s = await self._constraint(req.spec)
+            prompts = await asyncio.to_thread(self._render, req)
+            max_tokens = self._budget(req, prompts, constraint)
+            job = Job(
+                id=rid,
+                prompts=[p for p in prompts for _ in range(req.n)],
+                constraint=constraint,
+                max_tokens=max_tokens,
+                params=req.params,
+                loop=asyncio.get_running_loop(),
+                events=asyncio.Queue(),
+                t_arrival=t0,
+            )
+            cache = "none" if req.spec is None else "hit" if hit else "miss"
+            info = {"cache": cache, "compile_s": round(compile_s, 4)}
+            # Exposed to clients too: whether the constraint was cached and how long it took.
+            headers = {
+                "x-request-id": rid,
+                "x-corral-cache": cache,
+                "x-corral-compile-seconds": f"{compile_s:.4f}",
+            }
+            self.scheduler.submit(job)
+            if req.stream:
+                handed_off = True
+                state: dict[str, Any] = {"finished": False}
+
+                def on_close() -> None:
+                    if not state["finished"]:
+                        self.scheduler.cancel(job)
+                    self.inflight -= 1
+
+                return _SSEResponse(
+                    self._stream(job, req, prompts, rid, endpoint, t0, info, state),
+                    on_close,
+                    headers={**headers, "cache-control": "no-cache"},
+                )
+            outs = await self._collect(job, request)
+            response = self._response(req, job, prompts, outs, rid)
+            self._done(endpoint, rid, t0, job, outs, info)
+            return JSONResponse(response, headers=headers)
+        except APIError as e:
+            return self._fail(e, endpoint, rid, t0)
+        except Exception as e:  # a bug: reported as 500, the server keeps serving
+            logging.getLogger("corral.server").exception("request %s failed", rid)
+            return self._fail(error_from_exception(e), endpoint, rid, t0)
+        finally:
+            if not handed_off:
+                self.inflight -= 1
+
+    async def _read_json(self, request: Request) -> dict[str, Any]:
+        limit = self.config.max_body_bytes
+        too_big = APIError(413, f"request body exceeds {limit} bytes", "request_too_large")
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise too_big
+        data = bytearray()
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > limit:
+                raise too_big
+        try:
+            body = json.loads(bytes(data))
+        except ValueError as e:
+            raise APIError(400, f"the request body is not valid JSON: {e}", "invalid_json") from None
+        if not isinstance(body, dict):
+            raise APIError(400, "the request body must be a JSON object", "invalid_json")
+        return body
+
+    async def _constraint(self, spec: ConstraintSpec | None) -> tuple[ServerConstraint | None, bool, float]:
+        """The compiled constraint (awaiting its compile thread on a miss): (constraint, hit,
+        seconds waited)."""
+        if spec is None:
+            return None, True, 0.0
+        t0 = time.perf_counter()
+        fut, hit = self.cache.get(spec.key(self.tokenizer), self._builder(spec), spec.kind)
+        try:
+            constraint = await asyncio.wrap_future(fut)
+        except APIError:
+            raise
+        except Exception as e:
+            raise error_from_exception(e, spec.param) from None
+        return constraint, hit, time.perf_counter() - t0
+
+    def _render(self, req: GenRequest) -> list[list[int]]:
+        """Token ids of each prompt (chat: the model's template; completions: raw text)."""
+        try:
+            if req.endpoint == "chat":
+                return [self.backend.render(req.prompts[0], chat=True)]
+            return [self.backend.render(p, chat=False) for p in req.prompts]
+        except CorralError as e:
+            raise APIError(400, str(e), "invalid_request", "messages") from None
+
+    def _budget(self, req: GenRequest, prompts: list[list[int]], constraint: ServerConstraint | None) -> int:
+        """The output budget, after checking the prompt length and that the constraint's
+        shortest output fits (400 otherwise)."""
+        ctx = self.backend.context_length
+        longest = max(len(p) for p in prompts)
+        cap = min(ctx, self.config.max_prompt_tokens or ctx)
+        param = "messages" if req.endpoint == "chat" else "prompt"
+        if longest == 0:
+            raise APIError(400, "the prompt is empty", "invalid_request", param)
+        if longest > cap or longest >= ctx:
+            raise APIError(
+                400,
+                f"the prompt has {longest} tokens; this model's limit is {cap - 1 if cap == ctx else cap}",
+                "context_length_exceeded",
+                param,
+            )
+        room = ctx - longest
+        if req.max_tokens is None:
+            max_tokens = min(self.config.max_tokens_default, room)
+        elif req.max_tokens > room:
+            raise APIError(
+                400,
+                f"{longest} prompt tokens + max_tokens={req.max_tokens} exceed the model's context "
+                f"of {ctx} tokens",
+                "context_length_exceeded",
+                "max_tokens",
+            )
+        else:
+            max_tokens = req.max_tokens
+        if constraint is not None:
+            try:
+                check_budget(self.backend, constraint.grammar, max_tokens)
+            except BudgetError as e:
+                raise APIError(400, str(e), "max_tokens_too_small", "max_tokens") from None
+        return max_tokens
+
+    async def _collect(self, job: Job, request: Request) -> list[RowOutput]:
+        """Wait for every row's result; cancel the job if the client disconnects meanwhile."""
+        outs: list[RowOutput | None] = [None] * len(job.prompts)
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(0.25)
+                if await request.is_disconnected():
+                    self.scheduler.cancel(job)
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            while any(o is None for o in outs):
+                kind, i, payload = await job.events.get()
+                if kind == "done":
+                    outs[i] = payload
+                elif kind == "error":
+                    raise APIError(500, f"generation failed: {payload}", "generation_failed")
+        except asyncio.CancelledError:
+            self.scheduler.cancel(job)
+            raise
+        finally:
+            watcher.cancel()
+        return [o for o in outs if o is not None]
+
+    def _text(self, out: RowOutput) -> str:
+        return self.tokenizer.decode(out.tokens).decode("utf-8", errors="replace")
+
+    def _choice(self, req: GenRequest, job: Job, index: int, out: RowOutput, rid: str) -> dict[str, Any]:
+        if out.stop_reason == "error":
+            raise APIError(500, f"generation failed: {out.error}", "generation_failed")
+        text = self._text(out)
+        finish = FINISH.get(out.stop_reason, "stop")
+        value, error = job.constraint.read(text) if job.constraint is not None else (text, None)
+        choice: dict[str, Any] = {"index": index, "finish_reason": finish, "logprobs": None}
+        if req.endpoint == "chat":
+            message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+            if isinstance(value, ToolCall):
+                message["content"] = None
+                message["tool_calls"] = [tool_call_json(value, f"call_{rid[:16]}_{index}")]
+                choice["finish_reason"] = "tool_calls" if finish == "stop" else finish
+            choice["message"] = message
+        else:
+            choice["text"] = text
+        if error is not None or out.truncated:
+            # corral extension: why a (rare) output did not validate; whether it was cut short.
+            choice["corral"] = {"validation_error": error, "truncated": out.truncated}
+        return choice
+
+    def _response(
+        self, req: GenRequest, job: Job, prompts: list[list[int]], outs: list[RowOutput], rid: str
+    ) -> dict[str, Any]:
+        kind = "chat.completion" if req.endpoint == "chat" else "text_completion"
+        body = envelope(kind, rid, req.model)
+        body["choices"] = [self._choice(req, job, i, o, rid) for i, o in enumerate(outs)]
+        body["usage"] = usage(sum(len(p) for p in prompts), sum(len(o.tokens) for o in outs))
+        return body
+
+    def _done(
+        self, endpoint: str, rid: str, t0: float, job: Job, outs: list[RowOutput], info: dict[str, Any]
+    ) -> None:
+        elapsed = time.perf_counter() - t0
+        self.metrics.requests.inc(endpoint=endpoint, status="200")
+        self.metrics.latency.observe(elapsed, endpoint=endpoint)
+        ttft = job.t_first_token - t0 if job.t_first_token is not None else None
+        log_event(
+            "request",
+            request_id=rid,
+            endpoint=endpoint,
+            status=200,
+            seconds=round(elapsed, 4),
+            ttft_s=round(ttft, 4) if ttft is not None else None,
+            queue_s=round(job.t_admitted - t0, 4) if job.t_admitted is not None else None,
+            prompt_tokens=sum(o.prompt_tokens for o in outs),
+            completion_tokens=sum(len(o.tokens) for o in outs),
+            forward_passes=max((o.forward_passes for o in outs), default=0),
+            forced_tokens=sum(o.forced_tokens for o in outs),
+            stop=[o.stop_reason for o in outs],
+            **info,
+        )
+
+    async def _stream(
+        self,
+        job: Job,
+        req: GenRequest,
+        prompts: list[list[int]],
+        rid: str,
+        endpoint: str,
+        t0: float,
+        info: dict[str, Any],
+        state: dict[str, Any],
+    ) -> AsyncIterator[str]:
+        """Server-sent events in OpenAI's chunk format, ending with ``data: [DONE]``.
+
+        Tool calls are sent whole, as one delta when the row ends (their text is the call
+        JSON); under ``tool_choice="auto"`` a reply is streamed as content as soon as its first
+        character shows it is text."""
+        chat = req.endpoint == "chat"
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        base = envelope(kind, rid, req.model)
+        rows = len(job.prompts)
+        tools_mode = (
+            job.constraint.tool_mode if job.constraint is not None and job.constraint.kind == "tools" else ""
+        )
+        # Per row: "text" (stream deltas), "call" (buffer: a tool call), "?" (auto: undecided).
+        mode = ["call" if tools_mode == "required" else "?" if tools_mode == "auto" else "text"] * rows
+        outs: list[RowOutput | None] = [None] * rows
+
+        def chunk(i: int, delta: dict[str, Any] | str, finish: str | None = None) -> str:
+            c: dict[str, Any] = {"index": i, "finish_reason": finish, "logprobs": None}
+            if chat:
+                c["delta"] = delta
+            else:
+                c["text"] = delta
+            return "data: " + json.dumps({**base, "choices": [c]}, ensure_ascii=False) + "\n\n"
+
+        if chat:
+            for i in range(rows):
+                yield chunk(i, {"role": "assistant", "content": ""})
+        while any(o is None for o in outs):
+            ev, i, payload = await job.events.get()
+            if ev == "error":
+                err = APIError(500, f"generation failed: {payload}", "generation_failed")
+                yield "data: " + json.dumps(err.body()) + "\n\n"
+                break
+            if ev == "text":
+                if mode[i] == "?" and payload:
+                    mode[i] = "call" if payload.startswith("{") else "text"
+                if mode[i] == "text":
+                    yield chunk(i, {"content": payload} if chat else payload)
+                continue  # a call's text is read whole from the row's output when it ends
+            out: RowOutput = payload
+            outs[i] = out
+            finish = FINISH.get(out.stop_reason, "stop")
+            if mode[i] == "call" and job.constraint is not None:
+                value, _ = job.constraint.read(self._text(out))
+                if isinstance(value, ToolCall):
+                    call = tool_call_json(value, f"call_{rid[:16]}_{i}")
+                    yield chunk(i, {"tool_calls": [{"index": 0, **call}]})
+                    finish = "tool_calls" if finish == "stop" else finish
+            yield chunk(i, {} if chat else "", finish)
+        state["finished"] = True
+        done = [o for o in outs if o is not None]
+        if req.include_usage:
+            u = usage(sum(len(p) for p in prompts), sum(len(o.tokens) for o in done))
+            yield "data: " + json.dumps({**base, "choices": [], "usage": u}) + "\n\n"
+        yield "data: [DONE]\n\n"
+        self._done(endpoint, rid, t0, job, done, info)

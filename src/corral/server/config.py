@@ -1,0 +1,53 @@
+"""Settings of ``corral serve`` (each one is a command-line option)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ServerConfig"]
+
+
+@dataclass
+class ServerConfig:
+    """What the server allows and how it schedules.
+
+    Attributes
+    ----------
+    model_name : str
+        The model id clients send (``GET /v1/models`` lists it).
+    aliases : set of str
+        Other ids accepted for the same model.
+    max_batch : int
+        Most rows (sequences) decoded together; requests beyond it wait in the queue.
+    max_queue : int
+        Most requests waiting beyond the running batch (compiling or queued); more get 429.
+    max_body_bytes : int
+        Largest request body (413 beyond it).
+    max_tokens_default : int
+        Output budget when a request gives none (capped by the room left in the context).
+    max_prompt_tokens : int or None
+        Longest prompt accepted (default: the model's context).
+    max_n : int
+        Largest ``n``.
+    cache_mb : int
+        Memory bound of the compile cache (estimated), in MiB.
+    compile_workers : int
+        Compile threads.
+    schema_dir : Path or None
+        JSON Schemas to pre-compile at start-up (``*.json``; a file may also hold an OpenAI
+        ``{"name", "schema", "strict"}`` object). Registered by name (the file's stem or
+        ``name``): ``response_format.json_schema`` may then give just the name.
+    """
+
+    model_name: str = "model"
+    aliases: set[str] = field(default_factory=set)
+    max_batch: int = 16
+    max_queue: int = 64
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_tokens_default: int = 512
+    max_prompt_tokens: int | None = None
+    max_n: int = 8
+    cache_mb: int = 256
+    compile_workers: int = 1
+    schema_dir: Path | None = None

@@ -1,0 +1,294 @@
+"""The OpenAI wire format: request bodies checked and turned into a :class:`GenRequest`, and
+results turned into response objects and stream chunks.
+
+Only what corral implements is accepted; a field whose effect corral cannot honour (``stop``,
+``logprobs``, penalties, ``echo``, ``suffix``, non-text content parts) is a 400 rather than being
+silently ignored. Fields that change nothing here (``user``, ``metadata``, ``store``,
+``parallel_tool_calls``, ...) are accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.generation.sampling import SamplingParams
+from corral.server.constraints import ConstraintSpec, ToolCall, json_object_spec, schema_spec, tools_spec
+from corral.server.errors import APIError
+from corral.server.tools import Tool, parse_tool_choice, parse_tools, tools_prompt
+
+__all__ = ["GenRequest", "parse_chat", "parse_completion"]
+
+FINISH = {"complete": "stop", "max_tokens": "length", "cancelled": "stop", "error": "stop"}
+
+
+@dataclass
+class GenRequest:
+    """A generation request, endpoint-independent."""
+
+    endpoint: str  # "chat" | "completions"
+    model: str
+    prompts: list[Any]  # chat: one message list; completions: one or more strings
+    n: int
+    max_tokens: int | None
+    params: SamplingParams
+    stream: bool
+    include_usage: bool
+    spec: ConstraintSpec | None
+    tools: list[Tool] = field(default_factory=list)
+    tool_mode: str = "none"
+
+
+def _bad(message: str, param: str | None = None, code: str = "invalid_request") -> APIError:
+    return APIError(400, message, code, param)
+
+
+def _number(body: dict[str, Any], name: str, default: float, lo: float, hi: float) -> float:
+    v = body.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi):
+        raise _bad(f"{name} must be a number in [{lo}, {hi}], got {v!r}", name)
+    return float(v)
+
+
+def _int(body: dict[str, Any], name: str, lo: int, hi: int | None = None) -> int | None:
+    v = body.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
+        bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise _bad(f"{name} must be an integer {bound}, got {v!r}", name)
+    return v
+
+
+def _common(body: dict[str, Any], max_n: int) -> tuple[SamplingParams, int, int | None, bool, bool]:
+    for name in ("frequency_penalty", "presence_penalty"):
+        if body.get(name) not in (None, 0, 0.0):
+            raise _bad(f"{name} is not supported", name, "unsupported_parameter")
+    if body.get("stop") not in (None, [], ""):
+        raise _bad(
+            "stop sequences are not supported: constrain the output instead", "stop", "unsupported_parameter"
+        )
+    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") not in (None, 0):
+        raise _bad("logprobs are not supported", "logprobs", "unsupported_parameter")
+    if body.get("logit_bias"):
+        raise _bad("logit_bias is not supported", "logit_bias", "unsupported_parameter")
+    temperature = _number(body, "temperature", 1.0, 0.0, 2.0)
+    top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
+    if top_p == 0.0:
+        raise _bad("top_p must be > 0", "top_p")
+    top_k = _int(body, "top_k", 0) or 0  # corral extension
+    seed = _int(body, "seed", -(2**63))
+    n = _int(body, "n", 1, max_n) or 1
+    max_tokens = _int(body, "max_completion_tokens", 1)
+    if max_tokens is None:
+        max_tokens = _int(body, "max_tokens", 1)
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _bad("stream must be a boolean", "stream")
+    opts = body.get("stream_options") or {}
+    if not isinstance(opts, dict):
+        raise _bad("stream_options must be an object", "stream_options")
+    include_usage = bool(opts.get("include_usage", False))
+    params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
+    return params, n, max_tokens, stream, include_usage
+
+
+def _model(body: dict[str, Any], served: str, aliases: set[str]) -> str:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad("model is required", "model")
+    if model != served and model not in aliases:
+        raise APIError(
+            404,
+            f"The model {model!r} does not exist; this server serves {served!r}",
+            "model_not_found",
+            "model",
+        )
+    return served
+
+
+def _response_format(raw: Any, registry: dict[str, Any]) -> ConstraintSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _bad("response_format must be an object", "response_format")
+    kind = raw.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return json_object_spec("response_format")
+    if kind == "json_schema":
+        js = raw.get("json_schema")
+        if not isinstance(js, dict):
+            raise _bad("response_format.json_schema must be an object", "response_format.json_schema")
+        schema = js.get("schema")
+        if schema is None:
+            # corral extension: a schema pre-compiled from --schema-dir, named.
+            name = js.get("name")
+            if name not in registry:
+                raise _bad(
+                    f"response_format.json_schema has no schema (and {name!r} is not a registered schema)",
+                    "response_format.json_schema.schema",
+                    "invalid_schema",
+                )
+            return registry[name]
+        return schema_spec(schema, bool(js.get("strict", False)), "response_format.json_schema.schema")
+    raise _bad(
+        f'response_format.type must be "text", "json_object" or "json_schema", got {kind!r}',
+        "response_format.type",
+    )
+
+
+def _content(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") not in ("text", "input_text"):
+                raise _bad(
+                    f"{where}[{j}]: only text content parts are supported",
+                    f"{where}[{j}]",
+                    "unsupported_content",
+                )
+            parts.append(str(part.get("text", "")))
+        return "".join(parts)
+    raise _bad(f"{where} must be a string or an array of content parts", where)
+
+
+def _messages(raw: Any) -> list[dict[str, str]]:
+    """Messages as the chat template takes them ({"role", "content"} strings). Assistant tool
+    calls are written in the call format the model was asked to use; tool results keep the
+    "tool" role."""
+    if not isinstance(raw, list) or not raw:
+        raise _bad("messages must be a non-empty array", "messages")
+    out = []
+    for i, m in enumerate(raw):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise _bad(f"{where} must be an object", where)
+        role = m.get("role")
+        if role not in ("system", "developer", "user", "assistant", "tool", "function"):
+            raise _bad(f"{where}.role {role!r} is not a chat role", f"{where}.role")
+        text: str = _content(m.get("content"), f"{where}.content")
+        if role == "assistant" and m.get("tool_calls"):
+            calls = []
+            for c in m["tool_calls"]:
+                fn = (c or {}).get("function") or {}
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    args = fn.get("arguments")
+                calls.append(json.dumps({"name": fn.get("name"), "arguments": args}, indent=2))
+            text = "\n".join([text, *calls]) if text else "\n".join(calls)
+        role = {"developer": "system", "function": "tool"}.get(role, role)
+        out.append({"role": str(role), "content": text})
+    return out
+
+
+def parse_chat(
+    body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
+) -> GenRequest:
+    """Check a ``/v1/chat/completions`` body (raises APIError)."""
+    model = _model(body, served, aliases)
+    messages = _messages(body.get("messages"))
+    params, n, max_tokens, stream, include_usage = _common(body, max_n)
+    spec = _response_format(body.get("response_format"), registry)
+    tools = parse_tools(body["tools"]) if body.get("tools") is not None else []
+    mode, name = parse_tool_choice(body.get("tool_choice"), tools)
+    if mode != "none":
+        chosen = [t for t in tools if t.name == name] if name else tools
+        if spec is not None and mode == "auto":
+            raise _bad(
+                'tool_choice "auto" with a JSON response_format is not supported: use "required" or "none"',
+                "tool_choice",
+                "unsupported_parameter",
+            )
+        spec = tools_spec(chosen, mode)
+        # Tell the model about the tools: appended to the system message (or a new one first).
+        note = tools_prompt(chosen, mode, name)
+        if messages[0]["role"] == "system":
+            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + note}
+        else:
+            messages.insert(0, {"role": "system", "content": note})
+    return GenRequest(
+        "chat", model, [messages], n, max_tokens, params, stream, include_usage, spec, tools, mode
+    )
+
+
+def parse_completion(
+    body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
+) -> GenRequest:
+    """Check a ``/v1/completions`` body (raises APIError). corral extensions: ``regex``,
+    ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``."""
+    model = _model(body, served, aliases)
+    prompt = body.get("prompt")
+    prompts = [prompt] if isinstance(prompt, str) else prompt
+    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
+        raise _bad("prompt must be a string or an array of strings", "prompt")
+    if body.get("echo"):
+        raise _bad("echo is not supported", "echo", "unsupported_parameter")
+    if body.get("suffix"):
+        raise _bad("suffix is not supported", "suffix", "unsupported_parameter")
+    if body.get("best_of") not in (None, 1):
+        raise _bad("best_of is not supported", "best_of", "unsupported_parameter")
+    params, n, max_tokens, stream, include_usage = _common(body, max_n)
+    given = [
+        k
+        for k in ("regex", "grammar", "choices", "json_schema", "response_format")
+        if body.get(k) is not None
+    ]
+    if len(given) > 1:
+        raise _bad(f"give one constraint, not {' and '.join(given)}", given[1])
+    spec: ConstraintSpec | None = None
+    if "regex" in given:
+        if not isinstance(body["regex"], str):
+            raise _bad("regex must be a string", "regex")
+        spec = ConstraintSpec("regex", body["regex"], {}, "regex")
+    elif "grammar" in given:
+        if not isinstance(body["grammar"], str):
+            raise _bad("grammar must be a string (GBNF with /regex/ terminals)", "grammar")
+        spec = ConstraintSpec("grammar", body["grammar"], {}, "grammar")
+    elif "choices" in given:
+        spec = ConstraintSpec("choices", body["choices"], {}, "choices")
+    elif "json_schema" in given:
+        spec = schema_spec(body["json_schema"], False, "json_schema")
+    elif "response_format" in given:
+        spec = _response_format(body["response_format"], registry)
+    return GenRequest("completions", model, prompts, n, max_tokens, params, stream, include_usage, spec)
+
+
+# ---------------------------------------------------------------------- responses
+
+
+def tool_call_json(call: ToolCall, call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+    }
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def envelope(kind: str, rid: str, model: str, created: int | None = None) -> dict[str, Any]:
+    prefix = "chatcmpl-" if kind.startswith("chat") else "cmpl-"
+    return {
+        "id": prefix + rid,
+        "object": kind,
+        "created": created if created is not None else int(time.time()),
+        "model": model,
+        "system_fingerprint": "corral",
+    }
