@@ -251,18 +251,24 @@ def test_batch_equals_single_under_greedy(smol_model: Any) -> None:
 
 
 def test_jump_ahead_saves_forward_passes(smol_model: Any) -> None:
-    total_on = total_off = same = 0
+    tokens_on = passes_on = same = 0
     for prompt, schema in SCHEMA_CASES[:6]:
         on = corral.generate(smol_model, prompt, schema=schema, max_new_tokens=96)
         off = corral.generate(smol_model, prompt, schema=schema, max_new_tokens=96, jump_ahead=False)
         assert _valid_json(on.text, schema) and _valid_json(off.text, schema)
         assert off.forward_passes >= off.completion_tokens  # one per token (+1 for EOS)
         assert on.forced_tokens > 0 and off.forced_tokens == 0
-        total_on += on.forward_passes
-        total_off += off.forward_passes
-        same += on.text == off.text
-    assert total_on * 1.5 <= total_off, (total_on, total_off)
-    print(f"\njump-ahead: {total_on} vs {total_off} forward passes; {same}/6 outputs identical")
+        if on.text == off.text:
+            # Same output: jump-ahead only removes passes.
+            assert on.forward_passes < off.forward_passes
+            same += 1
+        tokens_on += on.completion_tokens
+        passes_on += on.forward_passes
+    # Forced tokens are canonically tokenized, so an output can differ from the one-token-at-a-
+    # time run (the model may have spelled a key in odd pieces); most are identical.
+    assert same >= 4
+    assert tokens_on >= 1.5 * passes_on, (tokens_on, passes_on)
+    print(f"\njump-ahead: {tokens_on} tokens in {passes_on} forward passes; {same}/6 outputs identical")
 
 
 def test_token_limit_yields_valid_truncated_output(smol_model: Any) -> None:

@@ -318,23 +318,26 @@ class DecodeEngine:
             if not m.accept_token(t):
                 break
             accepted += 1
-        # A trailing forced token that some allowed token extends past the forced bytes would
-        # cut a token the model may prefer whole (`"` vs `"John`): leave those to the model.
-        keep = accepted
+        if accepted < len(ids):
+            forced = forced[: starts[accepted]]
+        # Where the model takes over: the first forced token at which some allowed token starts
+        # and runs past the forced bytes (`"` vs `"John`, `": "` vs `": "J`). Tokens from there
+        # on are left to the model, so the token boundary is the one it would choose; only the
+        # last tokens (within one token length of the end) can be crossed.
+        cut = accepted
+        at = accepted  # the matcher is positioned after `at` forced tokens
         for j in range(accepted - 1, -1, -1):
             suffix = forced[starts[j] :]
             if len(suffix) >= self.tools.max_token_len:
                 break
-            m.rollback(keep - j)
-            keep = j
+            m.rollback(at - j)
+            at = j
             m.fill_next_token_bitmask(self.scratch, 0)
-            if not any_allowed(self.scratch[0], self.tools.extensions(suffix)):
-                # Tokens j.. are safe after all: re-accept them.
-                for t in ids[j:accepted]:
-                    m.accept_token(t)
-                keep = accepted
-                break
-        ids = ids[:keep]
+            if any_allowed(self.scratch[0], self.tools.extensions(suffix)):
+                cut = j
+        for t in ids[at:cut]:
+            m.accept_token(t)
+        ids = ids[:cut]
         if not ids:
             return
         room = self.remaining(row)
