@@ -381,6 +381,66 @@ def test_concurrent_requests_are_batched_and_exact(server: Server) -> None:
     assert rows / steps > 1.5, (rows, steps)  # rows were decoded together, not one after another
 
 
+SLOTTED = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string", "maxLength": 20},
+        "cost_center": {"type": "string", "x-corral-slot": "cost_center"},
+    },
+    "required": ["summary", "cost_center"],
+    "additionalProperties": False,
+}
+
+
+def test_dynamic_slots_bind_per_request_without_recompiling(server: Server) -> None:
+    """Two concurrent requests with different value sets each produce only their own values,
+    and the skeleton is compiled once (one cache miss, hits for every later value set)."""
+    prompt = "Book this expense to a cost center as JSON: team lunch with the sales team."
+    sets = [[f"CC-{i:03d}" for i in range(100, 140)], ["OPS-7", "OPS-9", "FIN-1"]]
+    kw: dict[str, Any] = {"response_format": _schema_format(SLOTTED, "expense"), "max_tokens": 48}
+    misses_before = server.metric("corral_compile_cache_misses_total")
+    hits_before = server.metric("corral_compile_cache_hits_total")
+    replies = _parallel(
+        [
+            lambda v=v: _chat(server, prompt, extra_body={"corral_slots": {"cost_center": v}}, **kw)
+            for v in sets
+        ]
+    )
+    for values, r in zip(sets, replies, strict=True):
+        out = json.loads(r.choices[0].message.content)
+        assert out["cost_center"] in values, (out, values)
+    # Three more value sets, sampled: still only their own values; still one compile.
+    for seed in range(3):
+        values = [f"X{seed}-{j}" for j in range(5)]
+        r = _chat(
+            server,
+            prompt,
+            extra_body={"corral_slots": {"cost_center": values}},
+            seed=seed,
+            temperature=1.0,
+            **kw,
+        )
+        assert json.loads(r.choices[0].message.content)["cost_center"] in values
+    assert server.metric("corral_compile_cache_misses_total") - misses_before == 1
+    assert server.metric("corral_compile_cache_hits_total") - hits_before >= 4
+    assert server.metric("corral_slot_bind_seconds_count") >= 5
+    # Bad slot input: missing values, values for a schema without slots, a duplicate value.
+    code, reply = _post(
+        server, "/v1/chat/completions", _chat_body(response_format=_schema_format(SLOTTED, "expense"))
+    )
+    assert code == 400 and reply["error"]["code"] == "missing_slots", reply
+    body = _chat_body(response_format=_schema_format(PERSON), corral_slots={"cost_center": ["a"]})
+    code, reply = _post(server, "/v1/chat/completions", body)
+    assert code == 400 and reply["error"]["code"] == "invalid_slots", reply
+    body = _chat_body(
+        response_format=_schema_format(SLOTTED, "expense"), corral_slots={"cost_center": ["a", "a"]}
+    )
+    code, reply = _post(server, "/v1/chat/completions", body)
+    assert code == 400 and reply["error"]["code"] == "invalid_slots", reply
+    assert reply["error"]["param"] == "corral_slots", reply
+    server.healthy()
+
+
 def _expensive_schema() -> dict[str, Any]:
     """Compiles in about a second here: 400 object branches with distinct integer bounds."""
     return {

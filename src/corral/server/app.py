@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -32,7 +33,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from corral import __version__
-from corral.errors import CorralError
+from corral.errors import CorralError, LimitExceeded, SlotError
 from corral.generation.backends.base import Backend
 from corral.generation.decode import BudgetError, RowOutput, check_budget
 from corral.server.compile_cache import CompileCache
@@ -245,6 +246,7 @@ class CorralServer:
             aliases = self.config.aliases
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n)
             constraint, hit, compile_s = await self._constraint(req.spec)
+            constraint = self._bind_slots(constraint, req.slots)
             prompts = await asyncio.to_thread(self._render, req)
             max_tokens = self._budget(req, prompts, constraint)
             job = Job(
@@ -326,6 +328,39 @@ class CorralServer:
         except Exception as e:
             raise error_from_exception(e, spec.param) from None
         return constraint, hit, time.perf_counter() - t0
+
+    def _bind_slots(
+        self, constraint: ServerConstraint | None, slots: dict[str, list[str]] | None
+    ) -> ServerConstraint | None:
+        """Bind the request's ``corral_slots`` to the cached skeleton (per request, sub-ms; the
+        skeleton itself is never recompiled, so its cache entry serves every value set)."""
+        grammar = constraint.grammar if constraint is not None else None
+        names = grammar.slot_names if grammar is not None else []
+        if not names:
+            if slots:
+                raise APIError(
+                    400,
+                    "corral_slots given, but the constraint has no slots (x-corral-slot)",
+                    "invalid_slots",
+                    "corral_slots",
+                )
+            return constraint
+        assert constraint is not None and grammar is not None
+        missing = sorted(set(names) - set(slots or {}))
+        if missing:
+            raise APIError(
+                400,
+                f"the schema's slot(s) {missing} need values in corral_slots",
+                "missing_slots",
+                "corral_slots",
+            )
+        t0 = time.perf_counter()
+        try:
+            bound = grammar.bind(slots or {})
+        except (SlotError, LimitExceeded) as e:
+            raise APIError(400, str(e), "invalid_slots", "corral_slots") from None
+        self.metrics.slot_bind_time.observe(time.perf_counter() - t0)
+        return dataclasses.replace(constraint, grammar=bound)
 
     def _render(self, req: GenRequest) -> list[list[int]]:
         """Token ids of each prompt (chat: the model's template; completions: raw text)."""

@@ -137,7 +137,9 @@ class ServerConstraint:
             except ValueError as e:
                 return None, f"output is not JSON: {e}"
             if self.kind == "json_schema":
-                errors = [e.message for e in _validator(self.schema).iter_errors(value)]
+                # A slot binding's validator also checks each slot string against its values.
+                slot_values = getattr(self.grammar, "slot_values", None)
+                errors = [e.message for e in _validator(self.schema, slot_values).iter_errors(value)]
                 if errors:
                     return value, "output violates the schema: " + "; ".join(errors[:3])
             return value, None

@@ -199,6 +199,11 @@ class ServerMetrics:
                 "corral_compile_seconds", "Constraint compile time (cache misses).", _LATENCY, ("kind",)
             )
         )
+        self.slot_bind_time = r.add(
+            Histogram(
+                "corral_slot_bind_seconds", "Binding a request's slot values to a cached skeleton.", _FAST
+            )
+        )
         self.cache_hits = r.add(Counter("corral_compile_cache_hits_total", "Compile-cache hits."))
         self.cache_misses = r.add(Counter("corral_compile_cache_misses_total", "Compile-cache misses."))
         self.cache_evictions = r.add(

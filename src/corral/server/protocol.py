@@ -39,6 +39,24 @@ class GenRequest:
     spec: ConstraintSpec | None
     tools: list[Tool] = field(default_factory=list)
     tool_mode: str = "none"
+    slots: dict[str, list[str]] | None = None  # corral extension: values of x-corral-slot fields
+
+
+def _slots(body: dict[str, Any]) -> dict[str, list[str]] | None:
+    """``corral_slots``: {slot name: [allowed strings]} for the schema's ``x-corral-slot`` fields."""
+    v = body.get("corral_slots")
+    if v is None:
+        return None
+    if not isinstance(v, dict) or not all(
+        isinstance(k, str) and isinstance(x, list) and all(isinstance(s, str) for s in x)
+        for k, x in v.items()
+    ):
+        raise _bad(
+            "corral_slots must be an object mapping slot names to arrays of strings",
+            "corral_slots",
+            "invalid_slots",
+        )
+    return {k: list(x) for k, x in v.items()}
 
 
 def _bad(message: str, param: str | None = None, code: str = "invalid_request") -> APIError:
@@ -218,7 +236,18 @@ def parse_chat(
         else:
             messages.insert(0, {"role": "system", "content": note})
     return GenRequest(
-        "chat", model, [messages], n, max_tokens, params, stream, include_usage, spec, tools, mode
+        "chat",
+        model,
+        [messages],
+        n,
+        max_tokens,
+        params,
+        stream,
+        include_usage,
+        spec,
+        tools,
+        mode,
+        _slots(body),
     )
 
 
@@ -261,7 +290,9 @@ def parse_completion(
         spec = schema_spec(body["json_schema"], False, "json_schema")
     elif "response_format" in given:
         spec = _response_format(body["response_format"], registry)
-    return GenRequest("completions", model, prompts, n, max_tokens, params, stream, include_usage, spec)
+    return GenRequest(
+        "completions", model, prompts, n, max_tokens, params, stream, include_usage, spec, slots=_slots(body)
+    )
 
 
 # ---------------------------------------------------------------------- responses
