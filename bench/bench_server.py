@@ -1,7 +1,9 @@
 """Load test for ``corral serve``: 1, 8 and 32 concurrent clients on loopback.
 
 Each client sends streamed chat requests, a mix of cached schemas (a few fixed ones, compiled
-once) and new schemas (a fresh enum each time, so a cache miss and a compile), and records time
+once), new schemas (a fresh enum each time, so a cache miss and a compile) and dynamic-slot
+requests (one cached skeleton with ``x-corral-slot``, a fresh set of 1,000 values bound per
+request: never a compile), and records time
 to first token (first SSE content), total latency and output tokens. Per level it prints
 throughput (requests/s and output tokens/s), TTFT p50/p99, latency p50/p99, compile p50/p95 (the
 server's ``x-corral-compile-seconds`` on misses) and the cache hit rate. Bounded: at most
@@ -48,6 +50,12 @@ CACHED = [
         "required": ["city", "country"],
     },
 ]
+SLOTTED = {
+    "type": "object",
+    "properties": {"cost_center": {"type": "string", "x-corral-slot": "cost_center"}},
+    "required": ["cost_center"],
+}
+SLOT_PROMPT = "Which cost center pays for the team lunch? Answer as JSON."
 PROMPTS = [
     "Extract the person as JSON: John Smith is 42 years old.",
     "Classify the sentiment of 'I love this phone' as JSON.",
@@ -62,16 +70,26 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def one_request(client: Any, model: str, i: int, new_ratio: float, rng: random.Random) -> dict[str, Any]:
+def one_request(
+    client: Any, model: str, i: int, new_ratio: float, slot_ratio: float, rng: random.Random
+) -> dict[str, Any]:
     k = i % len(CACHED)
-    if rng.random() < new_ratio:  # a schema the server has never seen: a compile
+    prompt = PROMPTS[k]
+    extra: dict[str, Any] = {}
+    roll = rng.random()
+    if roll < new_ratio:  # a schema the server has never seen: a compile
         values = [f"v{rng.randrange(10**9)}" for _ in range(rng.randrange(5, 40))]
         schema: Any = {"type": "object", "properties": {"code": {"enum": values}}, "required": ["code"]}
+    elif roll < new_ratio + slot_ratio:  # the cached skeleton, 1,000 fresh values bound
+        schema, prompt = SLOTTED, SLOT_PROMPT
+        base = rng.randrange(10**6)
+        extra = {"corral_slots": {"cost_center": [f"CC-{base + j}" for j in range(1000)]}}
     else:
         schema = CACHED[k]
     body = {
+        **extra,
         "model": model,
-        "messages": [{"role": "user", "content": PROMPTS[k]}],
+        "messages": [{"role": "user", "content": prompt}],
         "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
         "max_tokens": 48,
         "temperature": 0,
@@ -106,7 +124,7 @@ def one_request(client: Any, model: str, i: int, new_ratio: float, rng: random.R
 
 
 def run_level(
-    url: str, model: str, clients: int, requests: int, seconds: float, new_ratio: float
+    url: str, model: str, clients: int, requests: int, seconds: float, new_ratio: float, slot_ratio: float
 ) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -121,7 +139,7 @@ def run_level(
                     i = next(counter, None)
                 if i is None:
                     return
-                r = one_request(client, model, i, new_ratio, rng)
+                r = one_request(client, model, i, new_ratio, slot_ratio, rng)
                 with lock:
                     results.append(r)
 
@@ -178,6 +196,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=64, help="most requests per level")
     ap.add_argument("--seconds", type=float, default=60, help="most seconds per level")
     ap.add_argument("--new-ratio", type=float, default=0.25, help="share of requests with a new schema")
+    ap.add_argument("--slot-ratio", type=float, default=0.25, help="share of dynamic-slot requests")
     args = ap.parse_args()
     proc = None
     url = args.url
@@ -188,13 +207,14 @@ def main() -> None:
         # Warm the cached schemas (their first compile is not what this measures).
         with httpx.Client(base_url=url, timeout=300) as c:
             for i in range(len(CACHED)):
-                one_request(c, model, i, 0.0, random.Random(0))
+                one_request(c, model, i, 0.0, 0.0, random.Random(0))
+            one_request(c, model, 0, 0.0, 1.0, random.Random(0))  # the slot skeleton
         head = (
             "clients  reqs  err   req/s   tok/s  TTFT p50/p99 (s)  lat p50/p99 (s)  compile p50/p95 (ms)  hit"
         )
         print(head)
         for level in [int(x) for x in args.levels.split(",")]:
-            r = run_level(url, model, level, args.requests, args.seconds, args.new_ratio)
+            r = run_level(url, model, level, args.requests, args.seconds, args.new_ratio, args.slot_ratio)
             print(
                 f"{r['clients']:>7} {r['requests']:>5} {r['errors']:>4} {r['req_s']:>7.2f} {r['tok_s']:>7.1f}"
                 f"  {r['ttft_p50']:>6.3f}/{r['ttft_p99']:<7.3f}  {r['lat_p50']:>6.2f}/{r['lat_p99']:<7.2f}"
