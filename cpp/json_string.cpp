@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "utf8.hpp"
 
 namespace corral {
 namespace {
@@ -58,21 +59,6 @@ CharSet hex_digit_class(std::uint32_t mask, bool lower_only) {
   return cs;
 }
 
-// a ∩ b (CharSet keeps its ranges sorted and disjoint, so one merge pass).
-CharSet charset_and(const CharSet& a, const CharSet& b) {
-  CharSet out;
-  const auto& x = a.ranges();
-  const auto& y = b.ranges();
-  std::size_t i = 0, j = 0;
-  while (i < x.size() && j < y.size()) {
-    const std::uint32_t lo = std::max(x[i].lo, y[j].lo), hi = std::min(x[i].hi, y[j].hi);
-    if (lo <= hi) out.add(lo, hi);
-    if (x[i].hi < y[j].hi) ++i; else ++j;
-  }
-  return out;
-}
-
-CharSet charset_and_not(const CharSet& a, const CharSet& b) { return charset_and(a, b.negated()); }
 
 // The characters JSON forbids raw inside a string: `"`, `\` and the C0 controls.
 const CharSet& must_escape() {
@@ -159,7 +145,7 @@ class JsonStringBuilder {
     if (s.empty()) return make_chars(CharSet());
     std::vector<NodePtr> top;
     // Raw: everything but the characters JSON requires to be escaped (in both modes).
-    CharSet raw = charset_and_not(s, must_escape());
+    CharSet raw = charset_minus(s, must_escape());
     if (!raw.empty()) top.push_back(make_chars(raw));
 
     std::vector<NodePtr> after_backslash;
@@ -191,7 +177,7 @@ class JsonStringBuilder {
   // spelling is allowed; canonically only the controls without a short escape (`short_decoded`).
   CharSet u_escaped(const CharSet& s, const CharSet& short_decoded) const {
     if (!canonical_) return s;
-    return charset_and_not(charset_and(s, CharSet::range(0, 0x1F)), short_decoded);
+    return charset_minus(charset_intersect(s, CharSet::range(0, 0x1F)), short_decoded);
   }
 
   CharSet digits(std::uint32_t mask) const { return hex_digit_class(mask, canonical_); }

@@ -10,181 +10,13 @@ import json
 import re
 from typing import Any
 
-import jsonschema
 import pytest
+from generation_cases import GRAMMAR, GRAMMAR_RE, PERSON, REGEX_CASES, SCHEMA_CASES, valid_json
 
 import corral
 from corral.generation.decode import BudgetError
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
-
-PERSON = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 20},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-    },
-    "required": ["name", "age"],
-    "additionalProperties": False,
-}
-
-# (prompt, schema) pairs: varied keywords — enums, bounds, arrays, nesting, optional fields,
-# formats, patterns, anyOf, nullable, const, recursion.
-SCHEMA_CASES: list[tuple[str, dict[str, Any]]] = [
-    ("Extract the person as JSON: John Smith is 42 years old.", PERSON),
-    ("Extract the person as JSON: Mary, aged 7.", PERSON),
-    (
-        "Classify the sentiment of: 'I love this phone'. JSON with a label.",
-        {
-            "type": "object",
-            "properties": {"label": {"enum": ["positive", "negative", "neutral"]}},
-            "required": ["label"],
-        },
-    ),
-    (
-        "List three fruits as JSON.",
-        {
-            "type": "object",
-            "properties": {
-                "fruits": {
-                    "type": "array",
-                    "items": {"type": "string", "maxLength": 12},
-                    "minItems": 3,
-                    "maxItems": 3,
-                }
-            },
-            "required": ["fruits"],
-        },
-    ),
-    (
-        "Give a rating from 1 to 5 for a good movie, as JSON.",
-        {
-            "type": "object",
-            "properties": {
-                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
-                "comment": {"type": "string", "maxLength": 20},
-            },
-            "required": ["rating"],
-        },
-    ),
-    (
-        "What is the date of the first moon landing? JSON with a date field.",
-        {
-            "type": "object",
-            "properties": {"date": {"type": "string", "format": "date"}},
-            "required": ["date"],
-        },
-    ),
-    (
-        "Give the temperature in Paris as JSON (celsius, a decimal number).",
-        {
-            "type": "object",
-            "properties": {"celsius": {"type": "number", "minimum": -50, "exclusiveMaximum": 60}},
-            "required": ["celsius"],
-        },
-    ),
-    (
-        "Describe a book as JSON with title, author and year.",
-        {
-            "type": "object",
-            "properties": {
-                "title": {"type": "string", "maxLength": 30},
-                "author": {
-                    "type": "object",
-                    "properties": {
-                        "first": {"type": "string", "maxLength": 15},
-                        "last": {"type": "string", "maxLength": 15},
-                    },
-                    "required": ["first", "last"],
-                },
-                "year": {"type": ["integer", "null"], "minimum": 1000, "maximum": 2030},
-            },
-            "required": ["title", "author", "year"],
-        },
-    ),
-    (
-        "Give a product code as JSON.",
-        {
-            "type": "object",
-            "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{3}$"}},
-            "required": ["code"],
-        },
-    ),
-    (
-        "Is water wet? Answer as JSON.",
-        {
-            "type": "object",
-            "properties": {"answer": {"type": "boolean"}, "why": {"type": "string", "maxLength": 25}},
-            "required": ["answer", "why"],
-        },
-    ),
-    (
-        "A shape as JSON: a circle of radius 2 or a square of side 3.",
-        {
-            "anyOf": [
-                {
-                    "type": "object",
-                    "properties": {"kind": {"const": "circle"}, "radius": {"type": "number", "minimum": 0}},
-                    "required": ["kind", "radius"],
-                    "additionalProperties": False,
-                },
-                {
-                    "type": "object",
-                    "properties": {"kind": {"const": "square"}, "side": {"type": "number", "minimum": 0}},
-                    "required": ["kind", "side"],
-                    "additionalProperties": False,
-                },
-            ]
-        },
-    ),
-    (
-        "A tiny family tree as JSON: a person with children.",
-        {
-            "$defs": {
-                "node": {
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "maxLength": 10},
-                        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2},
-                    },
-                    "required": ["name", "children"],
-                    "additionalProperties": False,
-                }
-            },
-            "$ref": "#/$defs/node",
-        },
-    ),
-]
-
-REGEX_CASES = [
-    (
-        "What is the order number in 'parcel for order ORD-58213-KX'? Answer with it only.",
-        r"ORD-[0-9]{5}-[A-Z]{2}",
-    ),
-    ("Write today's date.", r"20[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
-    ("Answer yes or no: is the sky blue?", r"(yes|no)"),
-    ("Give a US phone number.", r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}"),
-    ("Name a colour in lower case.", r"[a-z]{3,10}"),
-    ("What is 12 times 12?", r"[0-9]{1,4}"),
-]
-
-GRAMMAR = r"""
-root ::= "SELECT " cols " FROM " ident (" WHERE " ident " = " num)?
-cols ::= ident (", " ident)*
-ident ::= [a-z_]{1,12}
-num ::= [0-9]{1,4}
-"""
-GRAMMAR_RE = re.compile(
-    r"SELECT [a-z_]{1,12}(, [a-z_]{1,12})* FROM [a-z_]{1,12}( WHERE [a-z_]{1,12} = [0-9]{1,4})?"
-)
-
-
-def _valid_json(text: str, schema: Any) -> bool:
-    try:
-        jsonschema.validate(json.loads(text), schema)
-        return True
-    except (ValueError, jsonschema.ValidationError):
-        return False
 
 
 def test_schema_generations_greedy_and_sampled_all_validate(smol_model: Any) -> None:
@@ -195,7 +27,7 @@ def test_schema_generations_greedy_and_sampled_all_validate(smol_model: Any) -> 
             kw = dict(temperature=0.9, top_p=0.95, seed=7) if sampled else {}
             r = corral.generate(smol_model, prompt, schema=schema, max_new_tokens=96, **kw)
             n += 1
-            assert _valid_json(r.text, schema), (prompt, r.text)
+            assert valid_json(r.text, schema), (prompt, r.text)
             assert r.valid and r.error is None
             assert r.value == json.loads(r.text)
     assert n == 2 * len(prompts) >= 24
@@ -233,11 +65,11 @@ def test_unconstrained_contrast(smol_model: Any) -> None:
     free_failures = 0
     results = corral.generate(smol_model, [p for p, _ in SCHEMA_CASES], max_new_tokens=96)
     for (_, schema), r in zip(SCHEMA_CASES, results, strict=False):
-        free_failures += not _valid_json(r.text, schema)
+        free_failures += not valid_json(r.text, schema)
     constrained = corral.generate(
         smol_model, [p for p, _ in SCHEMA_CASES[:4]], schema=PERSON, max_new_tokens=64
     )
-    assert all(_valid_json(r.text, PERSON) for r in constrained)
+    assert all(valid_json(r.text, PERSON) for r in constrained)
     print(f"\nfree generation: {free_failures}/{len(SCHEMA_CASES)} outputs fail to parse or validate")
 
 
@@ -247,7 +79,7 @@ def test_batch_equals_single_under_greedy(smol_model: Any) -> None:
     for p, b in zip(prompts, batch, strict=False):
         single = corral.generate(smol_model, p, schema=PERSON, max_new_tokens=48)
         assert single.text == b.text
-        assert _valid_json(b.text, PERSON)
+        assert valid_json(b.text, PERSON)
 
 
 def test_jump_ahead_saves_forward_passes(smol_model: Any) -> None:
@@ -255,7 +87,7 @@ def test_jump_ahead_saves_forward_passes(smol_model: Any) -> None:
     for prompt, schema in SCHEMA_CASES[:6]:
         on = corral.generate(smol_model, prompt, schema=schema, max_new_tokens=96)
         off = corral.generate(smol_model, prompt, schema=schema, max_new_tokens=96, jump_ahead=False)
-        assert _valid_json(on.text, schema) and _valid_json(off.text, schema)
+        assert valid_json(on.text, schema) and valid_json(off.text, schema)
         assert off.forward_passes >= off.completion_tokens  # one per token (+1 for EOS)
         assert on.forced_tokens > 0 and off.forced_tokens == 0
         if on.text == off.text:
@@ -279,7 +111,7 @@ def test_token_limit_yields_valid_truncated_output(smol_model: Any) -> None:
     }
     r = corral.generate(smol_model, "List twenty animals as JSON.", schema=schema, max_new_tokens=20)
     assert r.completion_tokens <= 20
-    assert _valid_json(r.text, schema), r.text
+    assert valid_json(r.text, schema), r.text
     assert r.stop_reason == "max_tokens" and r.truncated
     r = corral.generate(smol_model, "A number", regex=r"[0-9]{3,30}", max_new_tokens=3)
     assert re.fullmatch(r"[0-9]{3,30}", r.text) and r.completion_tokens <= 3
@@ -295,7 +127,7 @@ def test_streaming_deltas_add_up(smol_model: Any) -> None:
     deltas = list(s)
     assert s.result is not None and len(deltas) > 1
     assert "".join(deltas) == s.result.text
-    assert _valid_json(s.result.text, PERSON)
+    assert valid_json(s.result.text, PERSON)
     seen: dict[int, list[str]] = {}
     rs = corral.generate(
         smol_model,
@@ -358,7 +190,7 @@ def test_logits_processor_with_model_generate(smol_model: Any) -> None:
         proc = corral.CorralLogitsProcessor(g, max_new_tokens=budget)
         out = model.generate(**enc, logits_processor=[proc], max_new_tokens=budget, do_sample=False)
         gen = tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-        assert _valid_json(gen, PERSON), (budget, gen)
+        assert valid_json(gen, PERSON), (budget, gen)
     ours = corral.generate(smol_model, SCHEMA_CASES[0][0], schema=PERSON, max_new_tokens=48, jump_ahead=False)
     proc = corral.CorralLogitsProcessor(g)
     out = model.generate(**enc, logits_processor=[proc], max_new_tokens=48, do_sample=False)

@@ -11,9 +11,11 @@ import json
 import re
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
+from generation_cases import GRAMMAR, GRAMMAR_RE, PERSON, valid_json
+from generation_cases import REGEX_CASES as ALL_REGEX_CASES
+from generation_cases import SCHEMA_CASES as ALL_SCHEMA_CASES
 
 import corral
 from corral import models
@@ -22,116 +24,9 @@ llama_cpp = pytest.importorskip("llama_cpp")
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
 
-PERSON = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 20},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-    },
-    "required": ["name", "age"],
-    "additionalProperties": False,
-}
-
-SCHEMA_CASES: list[tuple[str, dict[str, Any]]] = [
-    ("Extract the person as JSON: John Smith is 42 years old.", PERSON),
-    (
-        "Classify the sentiment of: 'I love this phone'. JSON with a label.",
-        {
-            "type": "object",
-            "properties": {"label": {"enum": ["positive", "negative", "neutral"]}},
-            "required": ["label"],
-        },
-    ),
-    (
-        "List three fruits as JSON.",
-        {
-            "type": "object",
-            "properties": {
-                "fruits": {
-                    "type": "array",
-                    "items": {"type": "string", "maxLength": 12},
-                    "minItems": 3,
-                    "maxItems": 3,
-                }
-            },
-            "required": ["fruits"],
-        },
-    ),
-    (
-        "Describe a book as JSON with title, author and year.",
-        {
-            "type": "object",
-            "properties": {
-                "title": {"type": "string", "maxLength": 30},
-                "author": {
-                    "type": "object",
-                    "properties": {
-                        "first": {"type": "string", "maxLength": 15},
-                        "last": {"type": "string", "maxLength": 15},
-                    },
-                    "required": ["first", "last"],
-                },
-                "year": {"type": ["integer", "null"], "minimum": 1000, "maximum": 2030},
-            },
-            "required": ["title", "author", "year"],
-        },
-    ),
-    (
-        "Give a product code as JSON.",
-        {
-            "type": "object",
-            "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{3}$"}},
-            "required": ["code"],
-        },
-    ),
-    (
-        "A shape as JSON: a circle of radius 2 or a square of side 3.",
-        {
-            "anyOf": [
-                {
-                    "type": "object",
-                    "properties": {"kind": {"const": "circle"}, "radius": {"type": "number", "minimum": 0}},
-                    "required": ["kind", "radius"],
-                    "additionalProperties": False,
-                },
-                {
-                    "type": "object",
-                    "properties": {"kind": {"const": "square"}, "side": {"type": "number", "minimum": 0}},
-                    "required": ["kind", "side"],
-                    "additionalProperties": False,
-                },
-            ]
-        },
-    ),
-]
-
-REGEX_CASES = [
-    (
-        "What is the order number in 'parcel for order ORD-58213-KX'? Answer with it only.",
-        r"ORD-[0-9]{5}-[A-Z]{2}",
-    ),
-    ("Write today's date.", r"20[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
-    ("Give a US phone number.", r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}"),
-    ("Name a colour in lower case.", r"[a-z]{3,10}"),
-]
-
-GRAMMAR = r"""
-root ::= "SELECT " cols " FROM " ident (" WHERE " ident " = " num)?
-cols ::= ident (", " ident)*
-ident ::= [a-z_]{1,12}
-num ::= [0-9]{1,4}
-"""
-GRAMMAR_RE = re.compile(
-    r"SELECT [a-z_]{1,12}(, [a-z_]{1,12})* FROM [a-z_]{1,12}( WHERE [a-z_]{1,12} = [0-9]{1,4})?"
-)
-
-
-def _valid_json(text: str, schema: Any) -> bool:
-    try:
-        jsonschema.validate(json.loads(text), schema)
-        return True
-    except (ValueError, jsonschema.ValidationError):
-        return False
+# A subset of the shared cases keeps this file quick.
+SCHEMA_CASES = [ALL_SCHEMA_CASES[i] for i in (0, 2, 3, 7, 8, 10)]
+REGEX_CASES = [ALL_REGEX_CASES[i] for i in (0, 1, 3, 4)]
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +104,7 @@ def test_schema_generations_greedy_and_sampled_all_validate(llm: Any) -> None:
         kw: dict[str, Any] = dict(temperature=0.9, top_p=0.95, seed=7) if sampled else {}
         for prompt, schema in SCHEMA_CASES:
             r = corral.generate(llm, prompt, schema=schema, max_new_tokens=96, **kw)
-            assert _valid_json(r.text, schema), (prompt, r.text)
+            assert valid_json(r.text, schema), (prompt, r.text)
             assert r.valid and r.value == json.loads(r.text)
 
 
@@ -246,7 +141,7 @@ def test_batch_equals_single_under_greedy(llm: Any) -> None:
     for p, b in zip(prompts, batch, strict=True):
         single = corral.generate(llm, p, schema=PERSON, max_new_tokens=48)
         assert single.text == b.text
-        assert _valid_json(b.text, PERSON)
+        assert valid_json(b.text, PERSON)
 
 
 def test_jump_ahead_saves_forward_passes(llm: Any) -> None:
@@ -254,7 +149,7 @@ def test_jump_ahead_saves_forward_passes(llm: Any) -> None:
     for prompt, schema in SCHEMA_CASES[:4]:
         on = corral.generate(llm, prompt, schema=schema, max_new_tokens=96)
         off = corral.generate(llm, prompt, schema=schema, max_new_tokens=96, jump_ahead=False)
-        assert _valid_json(on.text, schema) and _valid_json(off.text, schema)
+        assert valid_json(on.text, schema) and valid_json(off.text, schema)
         assert on.forced_tokens > 0 and off.forced_tokens == 0
         assert off.forward_passes >= off.completion_tokens
         total_on += on.forward_passes
@@ -269,7 +164,7 @@ def test_token_limit_yields_valid_truncated_output(llm: Any) -> None:
         "required": ["items"],
     }
     r = corral.generate(llm, "List twenty animals as JSON.", schema=schema, max_new_tokens=20)
-    assert r.completion_tokens <= 20 and _valid_json(r.text, schema), r.text
+    assert r.completion_tokens <= 20 and valid_json(r.text, schema), r.text
     assert r.stop_reason == "max_tokens" and r.truncated
     r = corral.generate(llm, "A number", regex=r"[0-9]{3,30}", max_new_tokens=3)
     assert re.fullmatch(r"[0-9]{3,30}", r.text) and r.completion_tokens <= 3
@@ -279,7 +174,7 @@ def test_streaming_deltas_add_up(llm: Any) -> None:
     s = corral.stream(llm, SCHEMA_CASES[0][0], schema=PERSON, max_new_tokens=48)
     deltas = list(s)
     assert s.result is not None and len(deltas) > 1
-    assert "".join(deltas) == s.result.text and _valid_json(s.result.text, PERSON)
+    assert "".join(deltas) == s.result.text and valid_json(s.result.text, PERSON)
 
 
 def test_kv_cache_grows_when_rows_outgrow_it(gguf_path: Any) -> None:
@@ -318,14 +213,14 @@ def test_logits_processor_hook(gguf_path: Any) -> None:
             text, max_tokens=48, logits_processor=llama_cpp.LogitsProcessorList([proc]), **kw
         )
         gen = out["choices"][0]["text"]
-        assert _valid_json(gen, PERSON), gen
+        assert valid_json(gen, PERSON), gen
         assert out["choices"][0]["finish_reason"] == "stop"
     # A tight budget is steered to a complete output; a regex through the same hook.
     proc = CorralLlamaLogitsProcessor(g, max_new_tokens=16)
     out = model.create_completion(
         text, max_tokens=16, temperature=0.0, logits_processor=llama_cpp.LogitsProcessorList([proc])
     )
-    assert _valid_json(out["choices"][0]["text"], PERSON), out["choices"][0]["text"]
+    assert valid_json(out["choices"][0]["text"], PERSON), out["choices"][0]["text"]
     proc = CorralLlamaLogitsProcessor(corral.compile_regex(r"(yes|no)", tok))
     out = model(
         "Is the sky blue? Answer:",
@@ -342,7 +237,7 @@ def test_greedy_agreement_with_transformers(llm: Any, smol_model: Any) -> None:
     for prompt, schema in SCHEMA_CASES[:3]:
         a = corral.generate(llm, prompt, schema=schema, max_new_tokens=64)
         b = corral.generate(smol_model, prompt, schema=schema, max_new_tokens=64)
-        assert _valid_json(a.text, schema) and _valid_json(b.text, schema)
+        assert valid_json(a.text, schema) and valid_json(b.text, schema)
         same += a.text == b.text
         if a.text != b.text:
             print(f"\nllama.cpp:    {a.text!r}\ntransformers: {b.text!r}")

@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from generation_cases import PERSON
 
 from corral import models
 
@@ -37,16 +38,6 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 MODEL = "SmolLM2-135M-Instruct"
-
-PERSON = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 20},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-    },
-    "required": ["name", "age"],
-    "additionalProperties": False,
-}
 
 WORD = {
     "type": "object",

@@ -8,6 +8,7 @@
 #include "compile.hpp"
 #include "matcher.hpp"
 #include "testing.hpp"
+#include "matcher_helpers.hpp"
 
 using namespace corral;
 
@@ -25,15 +26,7 @@ std::shared_ptr<const Vocabulary> test_vocab() {
                                             std::vector<std::int32_t>{n - 2}, n + 3);
 }
 
-std::vector<std::int32_t> allowed(Matcher& m) {
-  const Vocabulary& v = m.compiled().vocab();
-  std::vector<std::int32_t> row(v.mask_words());
-  m.fill_next_token_bitmask(row.data());
-  std::vector<std::int32_t> out;
-  for (std::uint32_t t = 0; t < v.width(); ++t)
-    if (static_cast<std::uint32_t>(row[t >> 5]) >> (t & 31) & 1u) out.push_back(static_cast<std::int32_t>(t));
-  return out;
-}
+using corral_test::allowed;
 
 }  // namespace
 

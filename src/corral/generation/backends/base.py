@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from corral.errors import CorralError
 from corral.tokenizer import Tokenizer
 
 __all__ = ["Backend", "Batch", "Prompt"]
@@ -74,13 +75,27 @@ class Backend(ABC):
     def has_chat_template(self) -> bool:
         return False
 
-    @abstractmethod
     def render_text(self, prompt: Prompt, *, chat: bool | None = None) -> tuple[str, bool]:
         """The prompt as text, and whether the tokenizer should add its special prefix (BOS).
 
         Messages always use the chat template; plain text uses it (as one user message) when
         ``chat`` is true, or when ``chat`` is None and the model has one; otherwise the text is
         used as is (with the tokenizer's BOS, if it adds one)."""
+        if isinstance(prompt, str):
+            use_chat = self.has_chat_template if chat is None else chat
+            if not use_chat:
+                return prompt, True
+            messages: Sequence[Mapping[str, Any]] = [{"role": "user", "content": prompt}]
+        else:
+            messages = prompt
+        if not self.has_chat_template:
+            raise CorralError(f"model {self.source} has no chat template: pass the prompt as text")
+        return self.apply_chat_template([dict(m) for m in messages]), False
+
+    def apply_chat_template(self, messages: list[dict[str, Any]]) -> str:
+        """The model's chat template applied to ``messages``, ending with the assistant's turn
+        opening (``add_generation_prompt``). Backends with a chat template override this."""
+        raise CorralError(f"model {self.source} has no chat template")
 
     @abstractmethod
     def encode(self, text: str, *, add_special: bool = False) -> list[int]:

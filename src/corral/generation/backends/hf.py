@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral.errors import CorralError
-from corral.generation.backends.base import Backend, Batch, Prompt
+from corral.generation.backends.base import Backend, Batch
 from corral.tokenizer import Tokenizer
 
 __all__ = ["TransformersBackend"]
@@ -67,20 +67,9 @@ class TransformersBackend(Backend):
     def has_chat_template(self) -> bool:
         return bool(getattr(self.hf_tokenizer, "chat_template", None))
 
-    def render_text(self, prompt: Prompt, *, chat: bool | None = None) -> tuple[str, bool]:
-        if isinstance(prompt, str):
-            use_chat = self.has_chat_template if chat is None else chat
-            if not use_chat:
-                return prompt, True
-            messages: Sequence[Any] = [{"role": "user", "content": prompt}]
-        else:
-            messages = prompt
-        if not self.has_chat_template:
-            raise CorralError(f"model {self.source} has no chat template: pass the prompt as text")
-        text = self.hf_tokenizer.apply_chat_template(
-            list(messages), add_generation_prompt=True, tokenize=False
-        )
-        return str(text), False
+    def apply_chat_template(self, messages: list[dict[str, Any]]) -> str:
+        text = self.hf_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return str(text)
 
     def encode(self, text: str, *, add_special: bool = False) -> list[int]:
         return [int(i) for i in self.hf_tokenizer(text, add_special_tokens=add_special)["input_ids"]]

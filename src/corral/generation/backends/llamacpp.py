@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from corral.errors import CorralError
-from corral.generation.backends.base import Backend, Batch, Prompt
+from corral.generation.backends.base import Backend, Batch
 from corral.tokenizer import Tokenizer
 
 __all__ = ["LlamaCppBackend", "render_chat_template"]
@@ -189,25 +189,19 @@ class LlamaCppBackend(Backend):
     def has_chat_template(self) -> bool:
         return bool(self.chat_template)
 
-    def render_text(self, prompt: Prompt, *, chat: bool | None = None) -> tuple[str, bool]:
-        if isinstance(prompt, str):
-            use_chat = self.has_chat_template if chat is None else chat
-            if not use_chat:
-                return prompt, True
-            messages: Sequence[Any] = [{"role": "user", "content": prompt}]
-        else:
-            messages = prompt
-        if not self.chat_template:
-            raise CorralError(f"model {self.source} has no chat template: pass the prompt as text")
+    def apply_chat_template(self, messages: list[dict[str, Any]]) -> str:
         if self._template is None:
+            if not self.chat_template:
+                return super().apply_chat_template(messages)  # raises: no template
             self._template = _compile_template(self.chat_template)
-        text = self._template.render(
-            messages=[dict(m) for m in messages],
-            add_generation_prompt=True,
-            bos_token=self._bos_text,
-            eos_token=self._eos_text,
+        return str(
+            self._template.render(
+                messages=messages,
+                add_generation_prompt=True,
+                bos_token=self._bos_text,
+                eos_token=self._eos_text,
+            )
         )
-        return text, False
 
     def encode(self, text: str, *, add_special: bool = False) -> list[int]:
         return self._tokenize(text, add_special, True)

@@ -1,0 +1,23 @@
+// matcher_helpers.hpp — helpers shared by the matcher and slot unit tests.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiled_grammar.hpp"
+#include "matcher.hpp"
+
+namespace corral_test {
+
+/// The token ids the matcher's next-token bitmask allows, in increasing order.
+inline std::vector<std::int32_t> allowed(corral::Matcher& m) {
+  const corral::Vocabulary& v = m.compiled().vocab();
+  std::vector<std::int32_t> row(v.mask_words());
+  m.fill_next_token_bitmask(row.data());
+  std::vector<std::int32_t> out;
+  for (std::uint32_t t = 0; t < v.width(); ++t)
+    if (static_cast<std::uint32_t>(row[t >> 5]) >> (t & 31) & 1u) out.push_back(static_cast<std::int32_t>(t));
+  return out;
+}
+
+}  // namespace corral_test
