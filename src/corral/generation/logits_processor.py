@@ -21,7 +21,7 @@ from corral.generation.decode import needed_tokens
 from corral.generation.masking import apply_token_bitmask_
 from corral.generation.tokens import TokenTools
 
-__all__ = ["CorralLogitsProcessor"]
+__all__ = ["CorralLogitsProcessor", "steer_to_budget"]
 
 
 class CorralLogitsProcessor:
@@ -83,27 +83,52 @@ class CorralLogitsProcessor:
 
     def _steer(self, i: int, mask: np.ndarray, row_scores: Any, remaining: int) -> None:
         """Near the budget, allow only one token that keeps the output completable in time."""
-        m = self.matchers[i]  # type: ignore[index]
-        assert self.tools is not None
-        need = needed_tokens(m, self.tools, remaining)
-        if remaining > need + self.margin:
-            return
-        allowed = np.flatnonzero(np.unpackbits(mask[i].view(np.uint8), bitorder="little")[: self.tok.width])
-        vals = row_scores[allowed]  # a torch tensor (transformers) or a numpy array (llama.cpp)
-        vals = vals.float().cpu().numpy() if hasattr(vals, "cpu") else np.asarray(vals, dtype=np.float32)
-        order = allowed[np.argsort(-vals)][:32]
-        choice = None
-        for t in order.tolist():
-            if t in self.eos:
-                choice = t if m.is_accepting() else None
-            elif m.accept_token(t):
-                fits = needed_tokens(m, self.tools, remaining - 1) <= remaining - 1
-                m.rollback(1)
-                choice = t if fits else None
-            if choice is not None:
-                break
-        if choice is None:
-            tail = m.shortest_completion()
-            choice = self.tools.encode_exact(tail)[0] if tail else sorted(self.eos)[0]
-        mask[i] = 0
-        mask[i, choice >> 5] = np.int32(np.uint32(1 << (choice & 31)).view(np.int32))
+        assert self.tools is not None and self.matchers is not None
+        steer_to_budget(self.matchers[i], self.tools, self.eos, mask[i], row_scores, remaining, self.margin)
+
+
+def steer_to_budget(
+    m: Matcher,
+    tools: TokenTools,
+    eos: set[int],
+    mask_row: np.ndarray,
+    row_scores: Any,
+    remaining: int,
+    margin: int,
+) -> bool:
+    """Budget steering for logits processors that cannot stop a sequence themselves.
+
+    In:  a row's matcher, its packed mask row (a writable 1-D int32 view, already filled), the
+         row's scores (torch tensor or numpy array), the tokens left in its budget (including
+         the one about to be sampled).
+    Out: when ``remaining`` is within ``margin`` tokens of the shortest completion, ``mask_row``
+         is narrowed in place to the single highest-scoring allowed token that keeps the output
+         completable in time (else the first token of the shortest completion, or EOS); returns
+         whether it did. The matcher is left unchanged.
+
+    Shared by :class:`CorralLogitsProcessor` (transformers, llama.cpp) and the vLLM processor.
+    """
+    need = needed_tokens(m, tools, remaining)
+    if remaining > need + margin:
+        return False
+    width = tools.tokenizer.width
+    allowed = np.flatnonzero(np.unpackbits(mask_row.view(np.uint8), bitorder="little")[:width])
+    vals = row_scores[allowed]  # a torch tensor (transformers, vLLM) or a numpy array (llama.cpp)
+    vals = vals.float().cpu().numpy() if hasattr(vals, "cpu") else np.asarray(vals, dtype=np.float32)
+    order = allowed[np.argsort(-vals)][:32]
+    choice = None
+    for t in order.tolist():
+        if t in eos:
+            choice = t if m.is_accepting() else None
+        elif m.accept_token(t):
+            fits = needed_tokens(m, tools, remaining - 1) <= remaining - 1
+            m.rollback(1)
+            choice = t if fits else None
+        if choice is not None:
+            break
+    if choice is None:
+        tail = m.shortest_completion()
+        choice = tools.encode_exact(tail)[0] if tail else sorted(eos)[0]
+    mask_row[:] = 0
+    mask_row[choice >> 5] = np.int32(np.uint32(1 << (choice & 31)).view(np.int32))
+    return True
