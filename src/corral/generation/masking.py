@@ -49,15 +49,16 @@ def apply_token_bitmask_(logits: Any, bitmask: np.ndarray) -> Any:
         view = logits[None, :] if one_row else logits
         view[~allowed] = -np.inf
         return logits
-    if logits.device.type == "cpu" and not logits.requires_grad:
+    import torch  # only reached with a torch tensor
+
+    numpy_ok = logits.dtype in (torch.float32, torch.float64, torch.float16)  # not bfloat16
+    if logits.device.type == "cpu" and numpy_ok and not logits.requires_grad:
         # A CPU tensor shares its memory with a numpy view: one single-threaded pass, where
         # torch's masked_fill_ would wake its thread pool (slow beside a busy model's threads:
         # measured 5-10 ms per call next to llama.cpp against ~0.1 ms this way).
         arr = logits.numpy()
         (arr[None, :] if one_row else arr)[~allowed] = -np.inf
         return logits
-    import torch  # only reached with a tensor on an accelerator
-
     mask = torch.from_numpy(allowed).to(logits.device)
     view = logits.unsqueeze(0) if one_row else logits
     view.masked_fill_(~mask, float("-inf"))

@@ -37,6 +37,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 from corral.engine import Matcher, fill_next_token_bitmasks
 from corral.generation.constraint import Constraint
 from corral.generation.logits_processor import steer_to_budget
+from corral.generation.masking import apply_token_bitmask_
 from corral.generation.tokens import TokenTools
 from corral.tokenizer import Tokenizer
 from corral.vllm._spec import Spec, check_spec, compile_spec, from_structured_outputs, request_spec
@@ -206,6 +207,13 @@ class _Core:
     def _apply_mask(self, logits: torch.Tensor, indices: list[int], mask: np.ndarray) -> None:
         """Set every disallowed logit of rows ``indices`` to -inf: the packed mask goes to the
         logits' device as int32 (32x smaller than a bool mask) and is unpacked there."""
+        if logits.device.type == "cpu":
+            # The shared CPU path (a numpy view, single-threaded: torch's masked_fill_ would
+            # compete with the engine's spinning OpenMP threads); other rows stay all-allowed.
+            full = np.full((int(logits.shape[0]), mask.shape[1]), -1, dtype=np.int32)
+            full[indices] = mask
+            apply_token_bitmask_(logits, full)
+            return
         width = int(logits.shape[-1])
         words = torch.from_numpy(mask).to(logits.device, non_blocking=True)
         bits = self._bits if self._bits.device == logits.device else self._bits.to(logits.device)
