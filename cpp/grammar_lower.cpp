@@ -315,34 +315,37 @@ class Lowerer {
     return Symbol::terminal(id);
   }
 
-  Symbol token_symbol(const TokenRef& ref) {
-    std::string text = ref.id >= 0 ? "<[" + std::to_string(ref.id) + "]>" : ref.text;
-    auto it = terminal_ids_.find("\x01" + text);
+  // The terminal interned under `key` (one per distinct token reference or slot, however often
+  // the grammar uses it), created on first use with `init` filling in its kind.
+  template <class Init>
+  Symbol interned_terminal(const std::string& key, const std::string& text, Init init) {
+    auto it = terminal_ids_.find(key);
     if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
     auto id = static_cast<std::int32_t>(g_.terminals.size());
     Terminal t;
     t.text = text;
-    t.is_token = true;
-    t.token = ref;
+    init(t);
     g_.terminals.push_back(std::move(t));
-    terminal_ids_.emplace("\x01" + text, id);
+    terminal_ids_.emplace(key, id);
     return Symbol::terminal(id);
+  }
+
+  Symbol token_symbol(const TokenRef& ref) {
+    std::string text = ref.id >= 0 ? "<[" + std::to_string(ref.id) + "]>" : ref.text;
+    return interned_terminal("\x01" + text, text, [&](Terminal& t) {
+      t.is_token = true;
+      t.token = ref;
+    });
   }
 
   // One terminal per (slot name, spelling), however often the grammar uses it: a binding builds
   // one automaton for it, and its mask-cache entries are shared by every use.
   Symbol slot_symbol(const SlotRef& ref) {
     const std::string text = slot_text(ref);
-    auto it = terminal_ids_.find("\x02" + text);
-    if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
-    auto id = static_cast<std::int32_t>(g_.terminals.size());
-    Terminal t;
-    t.text = text;
-    t.is_slot = true;
-    t.slot = ref;
-    g_.terminals.push_back(std::move(t));
-    terminal_ids_.emplace("\x02" + text, id);
-    return Symbol::terminal(id);
+    return interned_terminal("\x02" + text, text, [&](Terminal& t) {
+      t.is_slot = true;
+      t.slot = ref;
+    });
   }
 
   // A regular piece small enough to become (part of) one terminal. Bigger regular pieces —
