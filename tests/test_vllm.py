@@ -101,18 +101,23 @@ def model_dir(vllm_mod):
         pytest.skip(f"SmolLM2 is not available: {e}")
 
 
-@pytest.fixture(scope="module")
-def proc(model_dir):
-    """The processor on a stub vLLM config (no engine): batch bookkeeping, exactly."""
-    from corral.vllm import CorralLogitsProcessor
-
-    mc = SimpleNamespace(
+def _stub_model_config(model_dir):
+    """The parts of vLLM's ModelConfig the processor reads (no engine needed)."""
+    return SimpleNamespace(
         tokenizer=model_dir,
         tokenizer_revision=None,
         trust_remote_code=False,
         try_get_generation_config=lambda: {},
         get_vocab_size=lambda: 49152,
     )
+
+
+@pytest.fixture(scope="module")
+def proc(model_dir):
+    """The processor on a stub vLLM config (no engine): batch bookkeeping, exactly."""
+    from corral.vllm import CorralLogitsProcessor
+
+    mc = _stub_model_config(model_dir)
     import torch
 
     return CorralLogitsProcessor(SimpleNamespace(model_config=mc), torch.device("cpu"), False)
@@ -209,13 +214,7 @@ def test_processor_v2_reads_token_history(model_dir, vllm_mod):
 
     # One name for both runners: each runner's loader accepts it.
     assert issubclass(CorralLogitsProcessor, V1) and issubclass(CorralLogitsProcessor, V2)
-    mc = SimpleNamespace(
-        tokenizer=model_dir,
-        tokenizer_revision=None,
-        trust_remote_code=False,
-        try_get_generation_config=lambda: {},
-        get_vocab_size=lambda: 49152,
-    )
+    mc = _stub_model_config(model_dir)
     hist = torch.zeros(4, 64, dtype=torch.int32)
     prompt_len = torch.tensor([3, 3, 3, 3])
     total_len = prompt_len.clone()
