@@ -7,7 +7,7 @@ example tasks (examples/tasks/), one output per mode, batch size 1, greedy:
   masked    corral's loop, schema enforced, one forward pass per token (jump_ahead=False)
   jump      corral's loop, schema enforced, jump-ahead on (the default)
   hf        transformers model.generate(), no constraint             (--hf)
-  hf+corral model.generate() with corral.CorralLogitsProcessor       (--hf)
+  hf+corral model.generate() with corral.TransformersLogitsProcessor       (--hf)
   hf+xgr    model.generate() with XGrammar's LogitsProcessor         (--hf, if installed)
 
 Printed per mode: outputs that parse and validate, output tokens, forward passes, wall time,
@@ -91,7 +91,7 @@ class Tally:
 
 def run_corral(model: Any, work: list[Any], mode: str, max_new: int) -> Tally:
     # Every mode starts cold (compile cache and lazily-filled mask caches), as a new schema does.
-    corral.generation.constraint.clear_cache()
+    corral.compile.clear_cache()
     t = Tally(mode)
     for _, prompt, schema in work:
         kw: dict[str, Any] = {} if mode == "free" else {"schema": schema, "jump_ahead": mode == "jump"}
@@ -131,7 +131,7 @@ def run_hf(model: Any, work: list[Any], mode: str, max_new: int) -> Tally | None
         procs = []
         if mode == "hf+corral":
             g = corral.compile_json_schema(schema, model.tokenizer, whitespace="pretty")
-            procs = [corral.CorralLogitsProcessor(g, max_new_tokens=max_new)]
+            procs = [corral.TransformersLogitsProcessor(g, max_new_tokens=max_new)]
         elif mode == "hf+xgr":
             procs = [
                 xgr.contrib.hf.LogitsProcessor(compiler.compile_json_schema(json.dumps(schema), indent=2))

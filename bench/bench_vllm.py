@@ -45,7 +45,7 @@ def main() -> int:
     from vllm import LLM, SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
-    from corral.generation.loading import _converted_gguf
+    from corral.backends.loading import _converted_gguf
     from corral.models import smollm2_gguf_path
     from corral.vllm import CorralLogitsProcessor
 

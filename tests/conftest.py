@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import corral
-import corral.generation.backends
+import corral.backends
 from corral import models
 
 
@@ -40,7 +40,7 @@ def gemma3() -> corral.Tokenizer:
 
 
 @pytest.fixture(scope="session")
-def smol_model() -> corral.generation.backends.Backend:
+def smol_model() -> corral.backends.Backend:
     """SmolLM2-135M-Instruct under transformers (converted once into the corral cache)."""
     try:
         models.smollm2_gguf_path()

@@ -14,7 +14,7 @@ import pytest
 from generation_cases import GRAMMAR, GRAMMAR_RE, PERSON, REGEX_CASES, SCHEMA_CASES, valid_json
 
 import corral
-from corral.generation.decode import BudgetError
+from corral.errors import BudgetError
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
 
@@ -169,7 +169,7 @@ def test_bad_input_fails_before_decoding(smol_model: Any) -> None:
 
 
 def test_tokenizer_model_mismatch_is_reported(smol_model: Any) -> None:
-    from corral.generation.backends.hf import TransformersBackend
+    from corral.backends.hf import TransformersBackend
 
     class Wide:
         def __len__(self) -> int:
@@ -187,11 +187,11 @@ def test_logits_processor_with_model_generate(smol_model: Any) -> None:
     )
     enc = tok(text, return_tensors="pt", add_special_tokens=False)
     for budget in (48, 16):
-        proc = corral.CorralLogitsProcessor(g, max_new_tokens=budget)
+        proc = corral.TransformersLogitsProcessor(g, max_new_tokens=budget)
         out = model.generate(**enc, logits_processor=[proc], max_new_tokens=budget, do_sample=False)
         gen = tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         assert valid_json(gen, PERSON), (budget, gen)
     ours = corral.generate(smol_model, SCHEMA_CASES[0][0], schema=PERSON, max_new_tokens=48, jump_ahead=False)
-    proc = corral.CorralLogitsProcessor(g)
+    proc = corral.TransformersLogitsProcessor(g)
     out = model.generate(**enc, logits_processor=[proc], max_new_tokens=48, do_sample=False)
     assert tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True) == ours.text

@@ -43,7 +43,7 @@ def llm(gguf_path: Any) -> Any:
 
 
 def test_backend_matches_the_model(llm: Any, gguf_path: Any) -> None:
-    from corral.generation.backends.llamacpp import LlamaCppBackend
+    from corral.backends.llama_cpp import LlamaCppBackend
 
     assert isinstance(llm, LlamaCppBackend) and llm.name == "llama.cpp"
     tok = llm.tokenizer
@@ -178,7 +178,7 @@ def test_streaming_deltas_add_up(llm: Any) -> None:
 
 
 def test_kv_cache_grows_when_rows_outgrow_it(gguf_path: Any) -> None:
-    from corral.generation.backends.llamacpp import LlamaCppBackend
+    from corral.backends.llama_cpp import LlamaCppBackend
 
     small = LlamaCppBackend(gguf_path, threads=1, kv_cells=256)  # < 4 rows of ~40 + 25..45 tokens
     prompts = [f"Write a long story about a {w}." for w in ("cat", "dog", "owl", "fox")]
@@ -194,8 +194,8 @@ def test_kv_cache_grows_when_rows_outgrow_it(gguf_path: Any) -> None:
 
 def test_logits_processor_hook(gguf_path: Any) -> None:
     """llama-cpp-python's own create_completion, constrained through logits_processor."""
-    from corral.generation.backends.llamacpp import render_chat_template
-    from corral.generation.llamacpp_processor import CorralLlamaLogitsProcessor
+    from corral.backends.llama_cpp import render_chat_template
+    from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
 
     model = llama_cpp.Llama(
         model_path=str(gguf_path), n_ctx=512, n_threads=1, n_threads_batch=1, verbose=False
@@ -203,7 +203,7 @@ def test_logits_processor_hook(gguf_path: Any) -> None:
     tok = corral.Tokenizer.from_gguf(gguf_path)
     template = model.metadata["tokenizer.chat_template"]
     g = corral.compile_json_schema(PERSON, tok, whitespace="pretty")
-    proc = CorralLlamaLogitsProcessor(g, max_new_tokens=48)
+    proc = LlamaCppLogitsProcessor(g, max_new_tokens=48)
     for prompt, kw in (
         (SCHEMA_CASES[0][0], dict(temperature=0.0)),
         ("Invent a person as JSON.", dict(temperature=1.0, seed=4)),
@@ -216,12 +216,12 @@ def test_logits_processor_hook(gguf_path: Any) -> None:
         assert valid_json(gen, PERSON), gen
         assert out["choices"][0]["finish_reason"] == "stop"
     # A tight budget is steered to a complete output; a regex through the same hook.
-    proc = CorralLlamaLogitsProcessor(g, max_new_tokens=16)
+    proc = LlamaCppLogitsProcessor(g, max_new_tokens=16)
     out = model.create_completion(
         text, max_tokens=16, temperature=0.0, logits_processor=llama_cpp.LogitsProcessorList([proc])
     )
     assert valid_json(out["choices"][0]["text"], PERSON), out["choices"][0]["text"]
-    proc = CorralLlamaLogitsProcessor(corral.compile_regex(r"(yes|no)", tok))
+    proc = LlamaCppLogitsProcessor(corral.compile_regex(r"(yes|no)", tok))
     out = model(
         "Is the sky blue? Answer:",
         max_tokens=5,

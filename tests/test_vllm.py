@@ -39,12 +39,34 @@ def test_request_spec_forms():
     nested = request_spec({"corral": {"json_schema": PERSON}})
     flat = request_spec({"corral_json_schema": json.dumps(PERSON)})
     assert nested == flat and nested is not None and nested.kind == "json_schema"
-    assert json.loads(nested.options) == {"whitespace": "pretty", "escapes": "canonical"}
+    assert dict(nested.options) == {"whitespace": "pretty", "escapes": "canonical"}
     opts = request_spec({"corral": {"json": True, "schema_options": {"whitespace": "flexible"}}})
-    assert opts is not None and json.loads(opts.options)["whitespace"] == "flexible"
+    assert opts is not None and opts.options["whitespace"] == "flexible"
     assert request_spec({"corral_regex": r"\d+"}) == request_spec({"corral": {"regex": r"\d+"}})
     ch = request_spec({"corral_choices": ["yes", "no"]})
-    assert ch is not None and ch.value == ("yes", "no")
+    assert ch is not None and ch.payload == ("yes", "no")
+    # Property order is part of the constraint: these two are different specs.
+    a = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    b = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}}
+    assert request_spec({"corral": {"json_schema": a}}) != request_spec({"corral": {"json_schema": b}})
+
+
+def test_request_slots_tools_and_limits():
+    from corral.vllm import parse_request
+
+    r = parse_request({"corral_grammar": 'root ::= "cc=" ${cc}', "corral_slots": '{"cc": ["a", "b"]}'})
+    assert r is not None and r.slots == {"cc": ["a", "b"]} and r.spec.kind == "grammar"
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    t = parse_request({"corral": {"tools": tools, "tool_choice": "required"}})
+    assert t is not None and t.spec.kind == "tools" and t.spec.tool_mode == "required"
+    flat = parse_request({"corral_tools": json.dumps(tools), "corral_tool_choice": "required"})
+    assert flat is not None and flat.spec == t.spec
+    lim = parse_request({"corral": {"regex": "a+", "limits": {"max_dfa_states": 100}}})
+    assert lim is not None and dict(lim.spec.limits) == {"max_dfa_states": 100}
+    with pytest.raises(ValueError, match="unknown limit"):
+        parse_request({"corral": {"regex": "a+", "limits": {"max_bogus": 1}}})
+    with pytest.raises(ValueError, match="slots must be an object"):
+        parse_request({"corral": {"regex": "a+", "slots": ["x"]}})
 
 
 @pytest.mark.parametrize(
@@ -57,7 +79,7 @@ def test_request_spec_forms():
         ({"corral": {"choices": []}}, "empty"),
         ({"corral": {"choices": ["a", "a"]}}, "twice"),
         ({"corral_json_schema": "{not json"}, "not valid JSON"),
-        ({"corral": {"regex": "a", "schema_options": {}}}, "apply to json_schema"),
+        ({"corral": {"regex": "a", "schema_options": {"whitespace": "compact"}}}, "apply to json_schema"),
         ({"corral": {"regex": "a"}, "corral_regex": "b"}, "given twice"),
     ],
 )
@@ -73,10 +95,13 @@ def test_request_spec_errors(args, message):
         ({"corral": {"regex": "a{0,100000}"}}, "max_nfa_states"),
         ({"corral": {"grammar": "root ::= undefined"}}, "does not compile"),
         ({"corral": {"json_schema": {"type": "nosuchtype"}}}, "does not compile"),
+        ({"corral": {"grammar": 'root ::= "x" ${v}', "slots": {"v": []}}}, "does not compile"),
     ],
 )
 def test_check_spec_refuses_bad_constraints(args, message):
-    spec = request_spec(args)
+    from corral.vllm import parse_request
+
+    spec = parse_request(args)
     assert spec is not None
     with pytest.raises(ValueError, match=message):
         check_spec(spec)
@@ -92,7 +117,7 @@ def vllm_mod():
 
 @pytest.fixture(scope="module")
 def model_dir(vllm_mod):
-    from corral.generation.loading import _converted_gguf
+    from corral.backends.loading import _converted_gguf
     from corral.models import smollm2_gguf_path
 
     try:

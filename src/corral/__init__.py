@@ -5,7 +5,10 @@ and at every decoding step gives the sampler a bitmask of the tokens that keep t
 completable. See the README for the API, the grammar syntax and the limits.
 """
 
+from typing import Any
+
 from corral.classification import Classification, classify, fit_temperature
+from corral.compile import Constraint, ConstraintSpec, compile_constraint
 from corral.engine import (
     DEFAULT_LIMITS,
     CompiledGrammar,
@@ -18,6 +21,7 @@ from corral.engine import (
     fill_next_token_bitmasks,
 )
 from corral.errors import (
+    BudgetError,
     CompileError,
     CorralError,
     InternalError,
@@ -25,10 +29,10 @@ from corral.errors import (
     SchemaError,
     SlotError,
     TokenizerError,
+    ToolError,
     UnsupportedSchemaError,
 )
 from corral.generation import (
-    BudgetError,
     GenerationResult,
     SamplingParams,
     TextStream,
@@ -36,7 +40,9 @@ from corral.generation import (
     load_model,
     stream,
 )
-from corral.generation.logits_processor import CorralLogitsProcessor
+from corral.grammar.tools import ToolCall
+from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
+from corral.integrations.transformers import TransformersLogitsProcessor
 from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
 from corral.tokenizer import Tokenizer
 
@@ -48,7 +54,13 @@ __all__ = [
     "Classification",
     "classify",
     "fit_temperature",
-    "CorralLogitsProcessor",
+    "Constraint",
+    "ConstraintSpec",
+    "LlamaCppLogitsProcessor",
+    "ToolCall",
+    "ToolError",
+    "TransformersLogitsProcessor",
+    "compile_constraint",
     "GenerationResult",
     "SamplingParams",
     "TextStream",
@@ -76,3 +88,18 @@ __all__ = [
     "compile_regex",
     "fill_next_token_bitmasks",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Deprecated aliases, kept for one release.
+    if name == "CorralLogitsProcessor":
+        import warnings
+
+        warnings.warn(
+            "corral.CorralLogitsProcessor is deprecated: use corral.TransformersLogitsProcessor "
+            "(corral.vllm.CorralLogitsProcessor is vLLM's processor, a different class)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TransformersLogitsProcessor
+    raise AttributeError(f"module 'corral' has no attribute {name!r}")

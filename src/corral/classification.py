@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from corral.compile.spec import validate_choices
 from corral.errors import CorralError
 from corral.generation.api import as_backend
-from corral.generation.constraint import validate_choices
 from corral.generation.scoring import answer_ids, score_continuations, shared_prefix
 
 __all__ = ["Classification", "classify", "fit_temperature", "DEFAULT_TEMPLATE"]
@@ -221,7 +221,7 @@ def classify(
         raise ValueError(f"temperature must be > 0, got {temperature}")
     bar = None
     if progress:
-        from corral.cli.progress import Progress
+        from corral.progress import Progress
 
         bar = Progress(len(texts), "classify")
     try:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from corral import _core
+from corral import _native as _core
 from corral.errors import SlotError
 from corral.tokenizer import Tokenizer
 
@@ -52,7 +52,7 @@ __all__ = [
     "fill_next_token_bitmasks",
 ]
 
-from corral._core import Matcher  # noqa: E402  (native per-sequence state, re-exported)
+from corral._native import Matcher  # noqa: E402  (native per-sequence state, re-exported)
 
 DEFAULT_LIMITS: dict[str, int] = dict(_core.default_limits())
 """Default resource limits. Each may be overridden per compile call as a keyword argument:

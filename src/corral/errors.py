@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BudgetError",
     "CompileError",
     "CorralError",
     "InternalError",
@@ -16,6 +17,7 @@ __all__ = [
     "SchemaError",
     "SlotError",
     "TokenizerError",
+    "ToolError",
     "UnsupportedSchemaError",
 ]
 
@@ -153,3 +155,35 @@ class SlotError(CompileError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message, self.slot))
+
+
+class ToolError(CorralError):
+    """A tool definition that cannot be used: not a function tool, a missing, malformed or
+    duplicate name, parameters that are not a JSON Schema for an object.
+
+    Attributes
+    ----------
+    param : str
+        The offending field, e.g. ``"tools[1].function.name"``.
+    pointer : str or None
+        JSON pointer inside the tool's parameters, when the problem is there.
+    """
+
+    code = "invalid_tools"
+    #: True when the problem is a schema keyword corral cannot enforce (not a malformed tool).
+    unsupported: bool = False
+
+    def __init__(self, message: str, param: str = "tools", pointer: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.pointer = pointer
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.param, self.pointer))
+
+
+class BudgetError(CorralError):
+    """The shortest output the constraint allows does not fit in ``max_new_tokens``."""
+
+    code = "budget_error"

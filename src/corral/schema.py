@@ -35,13 +35,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from corral import _core
+from corral import _native as _core
 from corral.engine import CompiledGrammar, _limits, _vocab
 from corral.errors import CorralError, SchemaError
 from corral.grammar.json_schema import SLOT_KEYWORD, SchemaOptions, SchemaReport, schema_to_grammar
 from corral.tokenizer import Tokenizer
 
-__all__ = ["JsonSchemaGrammar", "OutputValidationError", "compile_json_schema"]
+__all__ = ["JsonSchemaGrammar", "OutputValidationError", "compile_json_schema", "schema_grammar"]
 
 
 class OutputValidationError(CorralError):
@@ -177,7 +177,7 @@ def _validator(schema: Any, slot_values: dict[str, list[str]] | None = None) -> 
     return cls(schema, format_checker=checker)
 
 
-def _schema_of(schema: Any) -> tuple[Any, Any]:
+def schema_of(schema: Any) -> tuple[Any, Any]:
     """(JSON Schema, model or None) for a dict/bool/JSON text or a Pydantic model/type."""
     if isinstance(schema, (dict, bool)):
         return schema, None
@@ -252,7 +252,20 @@ def compile_json_schema(
         strict=strict,
         escapes=escapes,
     )
-    raw, model = _schema_of(schema)
+    raw, model = schema_of(schema)
     text, report = schema_to_grammar(raw, options, check_regex=_check_regex)
-    native = _core.compile_grammar(text, "root", _vocab(tokenizer), _limits(limits))
-    return JsonSchemaGrammar(native, tokenizer, raw, report, text, model)
+    return schema_grammar(raw, text, report, tokenizer, limits, model)
+
+
+def schema_grammar(
+    schema: Any,
+    text: str,
+    report: SchemaReport,
+    tokenizer: Tokenizer,
+    limits: Mapping[str, int] | None = None,
+    model: Any = None,
+) -> JsonSchemaGrammar:
+    """The engine's compile of a converted schema (``text``, ``report`` from
+    ``schema_to_grammar``): the one place a schema's grammar text reaches the engine."""
+    native = _core.compile_grammar(text, "root", _vocab(tokenizer), _limits(dict(limits or {})))
+    return JsonSchemaGrammar(native, tokenizer, schema, report, text, model)

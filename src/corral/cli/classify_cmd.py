@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corral.cli.progress import Progress
 from corral.errors import CorralError
+from corral.progress import Progress
 
 
 def add_parser(sub: Any) -> None:
@@ -89,9 +89,10 @@ def read_items(path: Path, field: str) -> list[Item]:
 def run(args: argparse.Namespace) -> int:
     import corral
     from corral.classification import DEFAULT_TEMPLATE
+    from corral.compile import validate_choices
 
     labels = _labels(args.labels)
-    corral.generation.constraint.validate_choices(labels, what="label")
+    validate_choices(labels, what="label")
     if args.batch_size < 1:
         raise ValueError("--batch-size must be at least 1")
     kw: dict[str, Any] = dict(

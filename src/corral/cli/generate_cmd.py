@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corral.cli.progress import Progress
+from corral.progress import Progress
 
 WHITESPACE = ("pretty", "flexible", "compact")
 

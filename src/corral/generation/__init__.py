@@ -4,10 +4,10 @@ Public entry points are re-exported from :mod:`corral`: :func:`load_model`, :fun
 :func:`stream`, :class:`GenerationResult`, :class:`BudgetError`.
 """
 
+from corral.backends.loading import load_model
+from corral.errors import BudgetError
 from corral.generation.api import GenerationResult, TextStream, generate, stream
-from corral.generation.decode import BudgetError
-from corral.generation.loading import load_model
-from corral.generation.sampling import SamplingParams
+from corral.runtime.sampling import SamplingParams
 
 __all__ = [
     "BudgetError",

@@ -19,14 +19,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.errors import CorralError
-from corral.generation.backends.base import Backend, Prompt
-from corral.generation.constraint import Constraint, make_constraint
-from corral.generation.decode import BudgetError, RowOutput, TextCallback, decode
-from corral.generation.loading import load_model
-from corral.generation.sampling import SamplingParams
+from corral.backends.base import Backend, Prompt
+from corral.backends.loading import load_model
+from corral.compile import Constraint, compile_constraint, spec_from_args
+from corral.engine import CompiledGrammar
+from corral.errors import BudgetError, CorralError
+from corral.generation.decode import RowOutput, TextCallback, decode
 from corral.generation.scoring import answer_ids, score_continuations
-from corral.schema import OutputValidationError
+from corral.grammar.tools import tools_prompt
+from corral.runtime.sampling import SamplingParams
 
 __all__ = ["GenerationResult", "generate", "stream", "TextStream", "as_backend"]
 
@@ -41,8 +42,9 @@ class GenerationResult:
         The output text.
     value : Any
         The parsed output: a Pydantic instance (when a model was given), a JSON value
-        (schemas, JSON mode), the chosen string (choices) or the text (regex, grammar); None
-        for free generation or when ``error`` is set.
+        (schemas, JSON mode), a :class:`corral.ToolCall` (tools; the text itself when
+        ``tool_choice="auto"`` and the model answered in prose), the chosen string (choices) or
+        the text (regex, grammar); None for free generation or when ``error`` is set.
     error : str or None
         Why the output did not parse/validate (only possible for keywords the schema report
         lists as checked after decoding, or free generation), else None.
@@ -93,7 +95,7 @@ def as_backend(model: Any, tokenizer: Any = None) -> Backend:
     if hasattr(model, "config") and hasattr(model, "forward"):
         if tokenizer is None:
             raise TypeError("a transformers model needs its tokenizer: generate(model, ..., tokenizer=tok)")
-        from corral.generation.backends.hf import TransformersBackend
+        from corral.backends.hf import TransformersBackend
 
         return TransformersBackend(model, tokenizer)
     raise TypeError(f"cannot generate with a {type(model).__name__}: pass corral.load_model(...) or a path")
@@ -119,6 +121,10 @@ def generate(
     grammar: Any = None,
     choices: Sequence[str] | None = None,
     json: bool = False,
+    tools: Sequence[Any] | None = None,
+    tool_choice: Any = None,
+    slots: Mapping[str, Sequence[str]] | None = None,
+    limits: Mapping[str, int] | None = None,
     tokenizer: Any = None,
     max_new_tokens: int = 512,
     temperature: float = 0.0,
@@ -147,6 +153,17 @@ def generate(
         free generation. Under greedy decoding, ``choices`` returns the most probable choice as
         a whole answer (scored exactly, as :func:`corral.classify` does); with sampling, the
         choices are decoded token by token under the mask.
+    tools, tool_choice
+        Tool calling instead of the constraints above: ``tools`` are OpenAI tool objects,
+        Pydantic models or Python functions with type hints; ``tool_choice`` is ``"auto"``
+        (default: a call or a plain-text reply), ``"required"`` (a call) or a tool's name. The
+        tools are described to the model in a system message; ``value`` is a
+        :class:`corral.ToolCall` naming a declared tool with arguments valid for it.
+    slots
+        Values for the constraint's slots (``x-corral-slot`` strings in a schema, ``${name}``
+        in a grammar): ``{"cost_center": ["CC-104", "CC-109"]}``, bound without recompiling.
+    limits
+        Engine limits (see ``corral.DEFAULT_LIMITS``) for compiling the constraint.
     max_new_tokens
         Output budget. Constrained output is steered to finish within it, valid; if even the
         shortest valid output cannot fit, :class:`corral.BudgetError` is raised before decoding.
@@ -157,9 +174,10 @@ def generate(
     chat
         Render text prompts with the model's chat template (default: when it has one).
     schema_options
-        Options for :func:`corral.compile_json_schema` (whitespace, extra_properties, ...).
-        Generation defaults to ``whitespace="pretty"`` (indent 2, the layout forced) and
-        ``escapes="canonical"`` (one spelling per string, as ``json.dumps(ensure_ascii=False)``).
+        Options for :func:`corral.compile_json_schema` (whitespace, extra_properties, budgets,
+        ...). Generation defaults to ``whitespace="pretty"`` (indent 2, the layout forced) and
+        ``escapes="canonical"`` (one spelling per string, as ``json.dumps(ensure_ascii=False)``):
+        see ``corral.compile.SCHEMA_DEFAULTS``.
     on_text
         ``on_text(row, delta)`` is called with each new piece of text (streaming).
 
@@ -174,21 +192,25 @@ def generate(
     if not prompts:
         return []
     params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
-    if schema is not None or json:
-        # Generation default: the json.dumps(indent=2) layout small instruct models write
-        # anyway, fully dictated by the grammar, so jump-ahead skips every layout token.
-        # Canonical escapes: one spelling per key/string, so keys are forced byte for byte and
-        # the model cannot drift into `\u0072`-style spellings.
-        schema_options = {"whitespace": "pretty", "escapes": "canonical", **(schema_options or {})}
-    constraint = make_constraint(
-        backend.tokenizer,
+    constraint = _constraint(
+        backend,
         schema=schema,
         regex=regex,
         grammar=grammar,
         choices=choices,
-        json_mode=json,
+        json=json,
+        tools=tools,
+        tool_choice=tool_choice,
         schema_options=schema_options,
+        limits=limits,
     )
+    if constraint is not None:
+        constraint = constraint.bind(slots)
+        if constraint.kind == "tools":
+            note = tools_prompt(constraint.tools, constraint.tool_mode, _named(tool_choice))
+            prompts = [_with_system_note(p, note, chat) for p in prompts]
+    elif slots:
+        raise ValueError("slots given without a constraint")
     t_compile = time.perf_counter() - t0
     ids = [backend.render(p, chat=chat) for p in prompts]
     for i, p in enumerate(ids):
@@ -223,6 +245,42 @@ def generate(
     return results[0] if single else results
 
 
+def _constraint(backend: Backend, *, grammar: Any, **args: Any) -> Constraint | None:
+    """The compiled constraint of generate()'s arguments (None: free generation)."""
+    if isinstance(grammar, CompiledGrammar):
+        options = ("schema_options", "limits")
+        given = [k for k, v in args.items() if v not in (None, False) and k not in options]
+        if given:
+            raise ValueError(f"give one constraint, not grammar and {' and '.join(given)}")
+        return Constraint.from_grammar(grammar)
+    if args.get("tool_choice") == "none":
+        args = {**args, "tools": None, "tool_choice": None}
+    spec = spec_from_args({**args, "grammar": grammar})
+    return None if spec is None else compile_constraint(spec, backend.tokenizer)
+
+
+def _named(tool_choice: Any) -> str | None:
+    if isinstance(tool_choice, Mapping):
+        fn = tool_choice.get("function", tool_choice)
+        return fn.get("name") if isinstance(fn, Mapping) else None
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "required", "none"):
+        return tool_choice
+    return None
+
+
+def _with_system_note(prompt: Prompt, note: str, chat: bool | None) -> Prompt:
+    """The prompt with the tools described in its system message (a new one first if none);
+    raw text prompts (``chat=False``) get the note before the text."""
+    if isinstance(prompt, str) and chat is False:
+        return f"{note}\n\n{prompt}"
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+    if messages and messages[0].get("role") == "system":
+        messages[0]["content"] = f"{messages[0].get('content', '')}\n\n{note}"
+    else:
+        messages.insert(0, {"role": "system", "content": note})
+    return messages
+
+
 def _result(
     backend: Backend, constraint: Constraint | None, out: RowOutput, timing: dict[str, float]
 ) -> GenerationResult:
@@ -230,10 +288,9 @@ def _result(
     value: Any = None
     error: str | None = out.error or None
     if constraint is not None and error is None:
-        try:
-            value = constraint.parse(text)
-        except OutputValidationError as e:
-            error = str(e)
+        value, error = constraint.read(text)
+        if error is not None:
+            value = None
     return GenerationResult(
         text=text,
         value=value,

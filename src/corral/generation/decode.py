@@ -33,12 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from corral.backends.base import Backend, Batch
 from corral.engine import CompiledGrammar, Matcher, fill_next_token_bitmasks
-from corral.errors import CorralError
-from corral.generation.backends.base import Backend, Batch
-from corral.generation.masking import apply_token_bitmask_
-from corral.generation.sampling import SamplingParams, make_generator, sample
-from corral.generation.tokens import TokenTools, any_allowed
+from corral.errors import BudgetError, CorralError
+from corral.runtime.budget import check_need, needed_tokens
+from corral.runtime.jump import forced_tokens
+from corral.runtime.masks import apply_token_bitmask_, full_bitmask
+from corral.runtime.sampling import SamplingParams, make_generator, sample
+from corral.runtime.tokens import TokenTools, any_allowed
 
 __all__ = [
     "BudgetError",
@@ -53,10 +55,6 @@ __all__ = [
 
 # on_text(row, delta): called with each new piece of decoded text of a row.
 TextCallback = Callable[[int, str], None]
-
-
-class BudgetError(CorralError):
-    """The shortest output the constraint allows does not fit in ``max_new_tokens``."""
 
 
 @dataclass
@@ -107,29 +105,10 @@ class DecodeStats:
     forward_passes: int = 0  # forward calls (one per cohort per step)
 
 
-def needed_tokens(matcher: Matcher, tools: TokenTools, cap: int) -> int:
-    """Tokens needed to finish the output from the matcher's state (``cap + 1`` when more than
-    ``cap``; the shortest completion's byte length bounds its token count, which skips
-    tokenizing in the common case)."""
-    tail = matcher.shortest_completion()
-    if len(tail) <= cap:
-        return len(tail) if len(tail) <= 1 else min(len(tail), len(tools.encode_exact(tail)))
-    return len(tools.encode_exact(tail))
-
-
-def _check_need(matcher: Matcher, tools: TokenTools, max_new_tokens: int) -> None:
-    need = needed_tokens(matcher, tools, max_new_tokens)
-    if need > max_new_tokens:
-        raise BudgetError(
-            f"the shortest output the constraint allows needs {need} tokens, "
-            f"more than max_new_tokens={max_new_tokens}"
-        )
-
-
 def check_budget(backend: Backend, grammar: CompiledGrammar, max_new_tokens: int) -> None:
     """Raise :class:`BudgetError` when ``grammar``'s shortest output needs more than
     ``max_new_tokens`` of ``backend``'s tokens (what :meth:`DecodeEngine.add` checks)."""
-    _check_need(grammar.matcher(), _tools_for(backend), max_new_tokens)
+    check_need(grammar.matcher(), _tools_for(backend), max_new_tokens)
 
 
 @dataclass(eq=False)
@@ -213,7 +192,7 @@ class DecodeEngine:
         params = params or SamplingParams()
         matcher = grammar.matcher() if grammar is not None else None
         if matcher is not None:
-            _check_need(matcher, self.tools, max_new_tokens)
+            check_need(matcher, self.tools, max_new_tokens)
         if generator is None and not params.greedy:
             generator = make_generator(params)
         row = Row(
@@ -300,52 +279,12 @@ class DecodeEngine:
         return total == sum(any_allowed(row, self.eos_arr[i : i + 1]) for i in range(self.eos_arr.size))
 
     def force(self, row: Row) -> None:
-        """Jump-ahead: append the tokens the constraint dictates, keeping the token boundary
-        where the model would place it."""
-        m = row.matcher
-        assert m is not None
-        forced = m.forced_bytes()
-        if not forced:
-            return
-        ids = self.tools.encode_exact(forced)
-        starts = []
-        pos = 0
-        for t in ids:
-            starts.append(pos)
-            pos += len(self.tok.token_bytes[t])
-        accepted = 0
-        for t in ids:
-            if not m.accept_token(t):
-                break
-            accepted += 1
-        if accepted < len(ids):
-            forced = forced[: starts[accepted]]
-        # Where the model takes over: the first forced token at which some allowed token starts
-        # and runs past the forced bytes (`"` vs `"John`, `": "` vs `": "J`). Tokens from there
-        # on are left to the model, so the token boundary is the one it would choose; only the
-        # last tokens (within one token length of the end) can be crossed.
-        cut = accepted
-        at = accepted  # the matcher is positioned after `at` forced tokens
-        for j in range(accepted - 1, -1, -1):
-            suffix = forced[starts[j] :]
-            if len(suffix) >= self.tools.max_token_len:
-                break
-            m.rollback(at - j)
-            at = j
-            m.fill_next_token_bitmask(self.scratch, 0)
-            if any_allowed(self.scratch[0], self.tools.extensions(suffix)):
-                cut = j
-        for t in ids[at:cut]:
-            m.accept_token(t)
-        ids = ids[:cut]
-        if not ids:
-            return
-        room = self.remaining(row)
-        if len(ids) > room or needed_tokens(m, self.tools, room - len(ids)) > room - len(ids):
-            m.rollback(len(ids))  # the budget finish takes over at the next step
-            return
-        self.emit(row, ids)
-        row.out.forced_tokens += len(ids)
+        """Jump-ahead (:func:`corral.runtime.jump.forced_tokens`)."""
+        assert row.matcher is not None
+        ids = forced_tokens(row.matcher, self.tools, self.scratch, self.remaining(row))
+        if ids:
+            self.emit(row, ids)
+            row.out.forced_tokens += len(ids)
 
     def advance(self, row: Row, t: int) -> None:
         m = row.matcher
@@ -443,7 +382,7 @@ class DecodeEngine:
             r.pending = []
         constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
         if constrained:
-            mask = np.full((len(rows), self.scratch.shape[1]), -1, dtype=np.int32)
+            mask = full_bitmask(len(rows), self.tok.width)
             fill_next_token_bitmasks([rows[i].matcher for i in constrained], mask, constrained)  # type: ignore[misc]
             apply_token_bitmask_(logits, mask)
         t2 = time.perf_counter()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from corral.generation.backends.base import Backend, Batch
+from corral.backends.base import Backend, Batch
 
 __all__ = ["SharedPrefix", "answer_ids", "score_continuations", "shared_prefix"]
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,12 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from corral import __version__
-from corral.errors import CorralError, LimitExceeded, SlotError
-from corral.generation.backends.base import Backend
-from corral.generation.decode import BudgetError, RowOutput, check_budget
-from corral.server.compile_cache import CompileCache
+from corral.backends.base import Backend
+from corral.compile import CompileCache, Constraint, ConstraintSpec, SchemaConverter, compile_constraint_async
+from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError, ToolError
+from corral.generation.decode import RowOutput, check_budget
+from corral.grammar.tools import ToolCall
 from corral.server.config import ServerConfig
-from corral.server.constraints import ConstraintSpec, SchemaConverter, ServerConstraint, ToolCall, schema_spec
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event, new_request_id
 from corral.server.metrics import ServerMetrics
@@ -48,10 +47,12 @@ from corral.server.protocol import (
     envelope,
     parse_chat,
     parse_completion,
+    schema_spec,
     tool_call_json,
     usage,
 )
 from corral.server.scheduler import Job, Scheduler
+from corral.server.tools import tool_api_error
 
 __all__ = ["CorralServer", "load_schema_dir"]
 
@@ -155,15 +156,22 @@ class CorralServer:
             spec = schema_spec(schema, strict, f"schema-dir:{name}")
             t0 = time.perf_counter()
             try:
-                self.cache.compile_now(spec.key(self.tokenizer), self._builder(spec), spec.kind)
-            except APIError as e:
-                raise CorralError(f"--schema-dir: schema {name!r}: {e.message}") from None
+                compile_constraint_async(spec, self.tokenizer, cache=self.cache, converter=self.converter)[
+                    0
+                ].result()
+            except Exception as e:
+                raise CorralError(
+                    f"--schema-dir: schema {name!r}: {self._api_error(e, spec).message}"
+                ) from None
             self.registry[name] = spec
             log_event("precompiled", schema=name, seconds=round(time.perf_counter() - t0, 4))
 
-    def _builder(self, spec: ConstraintSpec) -> Callable[[], ServerConstraint]:
-        tok, conv = self.tokenizer, self.converter
-        return lambda: spec.build(tok, conv)
+    @staticmethod
+    def _api_error(e: BaseException, spec: ConstraintSpec) -> APIError:
+        """A compile failure as the client sees it (tool errors name the tool's field)."""
+        if isinstance(e, ToolError):
+            return tool_api_error(e)
+        return error_from_exception(e, spec.param)
 
     # ---------------------------------------------------------------- small endpoints
 
@@ -314,29 +322,29 @@ class CorralServer:
             raise APIError(400, "the request body must be a JSON object", "invalid_json")
         return body
 
-    async def _constraint(self, spec: ConstraintSpec | None) -> tuple[ServerConstraint | None, bool, float]:
+    async def _constraint(self, spec: ConstraintSpec | None) -> tuple[Constraint | None, bool, float]:
         """The compiled constraint (awaiting its compile thread on a miss): (constraint, hit,
         seconds waited)."""
         if spec is None:
-            return None, True, 0.0
+            return None, False, 0.0
         t0 = time.perf_counter()
-        fut, hit = self.cache.get(spec.key(self.tokenizer), self._builder(spec), spec.kind)
         try:
+            fut, hit = compile_constraint_async(
+                spec, self.tokenizer, cache=self.cache, converter=self.converter
+            )
             constraint = await asyncio.wrap_future(fut)
         except APIError:
             raise
         except Exception as e:
-            raise error_from_exception(e, spec.param) from None
+            raise self._api_error(e, spec) from None
         return constraint, hit, time.perf_counter() - t0
 
     def _bind_slots(
-        self, constraint: ServerConstraint | None, slots: dict[str, list[str]] | None
-    ) -> ServerConstraint | None:
+        self, constraint: Constraint | None, slots: dict[str, list[str]] | None
+    ) -> Constraint | None:
         """Bind the request's ``corral_slots`` to the cached skeleton (per request, sub-ms; the
         skeleton itself is never recompiled, so its cache entry serves every value set)."""
-        grammar = constraint.grammar if constraint is not None else None
-        names = grammar.slot_names if grammar is not None else []
-        if not names:
+        if constraint is None:
             if slots:
                 raise APIError(
                     400,
@@ -344,9 +352,8 @@ class CorralServer:
                     "invalid_slots",
                     "corral_slots",
                 )
-            return constraint
-        assert constraint is not None and grammar is not None
-        missing = sorted(set(names) - set(slots or {}))
+            return None
+        missing = constraint.missing_slots(slots)
         if missing:
             raise APIError(
                 400,
@@ -356,11 +363,12 @@ class CorralServer:
             )
         t0 = time.perf_counter()
         try:
-            bound = grammar.bind(slots or {})
+            bound = constraint.bind(slots)
         except (SlotError, LimitExceeded) as e:
             raise APIError(400, str(e), "invalid_slots", "corral_slots") from None
-        self.metrics.slot_bind_time.observe(time.perf_counter() - t0)
-        return dataclasses.replace(constraint, grammar=bound)
+        if bound is not constraint:
+            self.metrics.slot_bind_time.observe(time.perf_counter() - t0)
+        return bound
 
     def _render(self, req: GenRequest) -> list[list[int]]:
         """Token ids of each prompt (chat: the model's template; completions: raw text)."""
@@ -371,7 +379,7 @@ class CorralServer:
         except CorralError as e:
             raise APIError(400, str(e), "invalid_request", "messages") from None
 
-    def _budget(self, req: GenRequest, prompts: list[list[int]], constraint: ServerConstraint | None) -> int:
+    def _budget(self, req: GenRequest, prompts: list[list[int]], constraint: Constraint | None) -> int:
         """The output budget, after checking the prompt length and that the constraint's
         shortest output fits (400 otherwise)."""
         ctx = self.backend.context_length

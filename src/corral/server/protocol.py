@@ -14,12 +14,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.generation.sampling import SamplingParams
-from corral.server.constraints import ConstraintSpec, ToolCall, json_object_spec, schema_spec, tools_spec
-from corral.server.errors import APIError
+from corral.compile import ConstraintSpec
+from corral.errors import CorralError
+from corral.grammar.tools import ToolCall
+from corral.runtime.sampling import SamplingParams
+from corral.server.errors import APIError, error_from_exception
 from corral.server.tools import Tool, parse_tool_choice, parse_tools, tools_prompt
 
-__all__ = ["GenRequest", "parse_chat", "parse_completion"]
+__all__ = ["GenRequest", "json_object_spec", "parse_chat", "parse_completion", "schema_spec", "tools_spec"]
 
 FINISH = {"complete": "stop", "max_tokens": "length", "cancelled": "stop", "error": "stop"}
 
@@ -127,6 +129,34 @@ def _model(body: dict[str, Any], served: str, aliases: set[str]) -> str:
             "model",
         )
     return served
+
+
+def schema_spec(schema: Any, strict: bool, param: str) -> ConstraintSpec:
+    """The spec of a ``json_schema`` response format / completions extension."""
+    if not isinstance(schema, (dict, bool)):
+        raise APIError(400, f"{param} must be a JSON Schema object", "invalid_schema", param)
+    return ConstraintSpec.json_schema(schema, {"strict": bool(strict)}, param=param)
+
+
+def json_object_spec(param: str) -> ConstraintSpec:
+    """JSON mode: any JSON object."""
+    return ConstraintSpec.json_object(param=param)
+
+
+def tools_spec(tools: list[Tool], mode: str) -> ConstraintSpec:
+    return ConstraintSpec.tool_calls(tools, mode, param="tools")
+
+
+def _plain_spec(kind: str, value: Any) -> ConstraintSpec:
+    """A regex / grammar / choices extension of /v1/completions (400 for a bad value)."""
+    try:
+        if kind == "regex":
+            return ConstraintSpec.regex(value)
+        if kind == "grammar":
+            return ConstraintSpec.grammar(value)
+        return ConstraintSpec.choices(value)
+    except (TypeError, ValueError, CorralError) as e:
+        raise error_from_exception(e, kind) from None
 
 
 def _response_format(raw: Any, registry: dict[str, Any]) -> ConstraintSpec | None:
@@ -276,16 +306,8 @@ def parse_completion(
     if len(given) > 1:
         raise _bad(f"give one constraint, not {' and '.join(given)}", given[1])
     spec: ConstraintSpec | None = None
-    if "regex" in given:
-        if not isinstance(body["regex"], str):
-            raise _bad("regex must be a string", "regex")
-        spec = ConstraintSpec("regex", body["regex"], {}, "regex")
-    elif "grammar" in given:
-        if not isinstance(body["grammar"], str):
-            raise _bad("grammar must be a string (GBNF with /regex/ terminals)", "grammar")
-        spec = ConstraintSpec("grammar", body["grammar"], {}, "grammar")
-    elif "choices" in given:
-        spec = ConstraintSpec("choices", body["choices"], {}, "choices")
+    if given and given[0] in ("regex", "grammar", "choices"):
+        spec = _plain_spec(given[0], body[given[0]])
     elif "json_schema" in given:
         spec = schema_spec(body["json_schema"], False, "json_schema")
     elif "response_format" in given:

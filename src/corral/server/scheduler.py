@@ -27,10 +27,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.generation.backends.base import Backend
+from corral.backends.base import Backend
+from corral.compile import Constraint
 from corral.generation.decode import DecodeEngine, Row
-from corral.generation.sampling import SamplingParams, make_generator
-from corral.server.constraints import ServerConstraint
+from corral.runtime.sampling import SamplingParams, make_generator
 from corral.server.metrics import ServerMetrics
 
 __all__ = ["Job", "Scheduler"]
@@ -47,7 +47,7 @@ class Job:
 
     id: str
     prompts: list[list[int]]
-    constraint: ServerConstraint | None
+    constraint: Constraint | None
     max_tokens: int
     params: SamplingParams
     loop: asyncio.AbstractEventLoop

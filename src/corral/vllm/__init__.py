@@ -18,9 +18,11 @@ Server::
 
 Request arguments (``SamplingParams.extra_args``): ``{"corral": {KIND: VALUE}}`` with KIND one of
 ``json_schema`` (object or JSON text), ``regex``, ``grammar``, ``choices`` (list of str),
-``json`` (true), plus optional ``schema_options`` (for json_schema / json; defaults to
-``whitespace="pretty"``, ``escapes="canonical"`` as in :func:`corral.generate`); or the flat
-form ``corral_KIND`` that ``vllm_xargs`` can carry (objects as JSON text).
+``json`` (true), ``tools`` (with ``tool_choice``), plus optional ``schema_options`` (for
+json_schema / json / tools; defaults to ``whitespace="pretty"``, ``escapes="canonical"`` as in
+:func:`corral.generate`), ``limits`` (engine limits) and ``slots`` (values for the constraint's
+slots, bound per request without recompiling); or the flat form ``corral_KIND`` that
+``vllm_xargs`` can carry (objects as JSON text).
 
 ``CorralLogitsProcessor`` works with both of vLLM's model runners (v1: the CPU build and
 ``VLLM_USE_V2_MODEL_RUNNER=0``; v2: the GPU default since 0.3x); ``CorralLogitsProcessorV1`` /
@@ -32,10 +34,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.vllm._spec import KINDS, Spec, check_spec, request_spec
+from corral.compile import ConstraintSpec
+from corral.vllm._spec import KINDS, RequestConstraint, check_spec, parse_request, request_spec
+
+Spec = ConstraintSpec  # the name before corral.compile existed (kept one release)
 
 __all__ = [
     "KINDS",
+    "ConstraintSpec",
+    "RequestConstraint",
+    "parse_request",
     "CorralLogitsProcessor",
     "CorralLogitsProcessorV1",
     "CorralLogitsProcessorV2",

@@ -25,22 +25,19 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from corral.engine import Matcher, fill_next_token_bitmasks
-from corral.generation.constraint import Constraint
-from corral.generation.logits_processor import steer_to_budget
-from corral.generation.masking import apply_token_bitmask_
-from corral.generation.tokens import TokenTools
+from corral.compile import Constraint, compile_constraint_async
+from corral.engine import Matcher
+from corral.runtime.kernel import MaskKernel, MaskRow
 from corral.tokenizer import Tokenizer
-from corral.vllm._spec import Spec, check_spec, compile_spec, from_structured_outputs, request_spec
+from corral.vllm._spec import RequestConstraint, check_spec, from_structured_outputs, parse_request
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -64,7 +61,7 @@ _ENV_STRUCTURED = "CORRAL_VLLM_STRUCTURED_OUTPUTS"
 class _Row:
     """One constrained request in the persistent batch."""
 
-    spec: Spec
+    request: RequestConstraint | None
     max_tokens: int | None
     output: list[int]  # vLLM's live list of the request's output tokens (a reference)
     pending: Future[Constraint] | None
@@ -95,7 +92,7 @@ def load_tokenizer(vllm_config: VllmConfig) -> Tokenizer:
 def validate_corral_params(sampling_params: SamplingParams) -> None:
     """Refuse malformed corral arguments at admission (ValueError → HTTP 400); with
     ``CORRAL_VLLM_STRUCTURED_OUTPUTS=1``, hand ``structured_outputs`` requests to corral."""
-    spec = request_spec(sampling_params.extra_args)
+    spec = parse_request(sampling_params.extra_args)
     so = sampling_params.structured_outputs
     if spec is not None and so is not None:
         raise ValueError(
@@ -103,13 +100,14 @@ def validate_corral_params(sampling_params: SamplingParams) -> None:
             "vLLM's structured outputs (response_format / structured_outputs)"
         )
     if spec is None and so is not None and os.environ.get(_ENV_STRUCTURED, "") not in ("", "0"):
-        spec = from_structured_outputs(so)
-        if spec is not None:
+        args = from_structured_outputs(so)
+        if args is not None:
             # Hand the constraint to corral: vLLM's backend never sees the request. The params
             # object is the request's own (the server builds one per request; the engine clones
             # it after validation).
-            sampling_params.extra_args = {**(sampling_params.extra_args or {}), "corral": _spec_args(spec)}
+            sampling_params.extra_args = {**(sampling_params.extra_args or {}), "corral": args}
             sampling_params.structured_outputs = None
+            spec = parse_request(sampling_params.extra_args)
     if spec is not None:
         check_spec(spec)
 
@@ -120,53 +118,41 @@ class _Core:
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device) -> None:
         self.tokenizer = load_tokenizer(vllm_config)
-        self.tools = TokenTools(self.tokenizer)
-        self.eos = set(self.tokenizer.eos_ids)
-        self.words = (self.tokenizer.width + 31) // 32
-        self.threads = int(os.environ.get(_ENV_THREADS, "0"))
-        self.margin = int(os.environ.get(_ENV_MARGIN, "16"))
+        self.kernel = MaskKernel(
+            self.tokenizer,
+            threads=int(os.environ.get(_ENV_THREADS, "0")),
+            margin=int(os.environ.get(_ENV_MARGIN, "16")),
+        )
+        self.tools = self.kernel.tools
+        self.eos = self.kernel.eos
         self.rows: dict[int, _Row] = {}
-        self._compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="corral-compile")
-        self._bits = torch.arange(32, dtype=torch.int32, device=device)
 
     def new_row(self, params: SamplingParams, output: list[int]) -> _Row | None:
-        """A row for a request (None: not constrained); compiling starts on a helper thread."""
+        """A row for a request (None: not constrained); compiling starts in corral's compile
+        cache (a background thread on a miss)."""
         try:
-            spec = request_spec(params.extra_args)
+            request = parse_request(params.extra_args)
         except ValueError as e:  # validate_params refuses these; be safe if it was bypassed
             log.error("%s", e)
-            return _Row(Spec("regex", ""), params.max_tokens, output, None, failed=str(e))
-        if spec is None:
+            return _Row(None, params.max_tokens, output, None, failed=str(e))
+        if request is None:
             return None
-        pending = self._compiler.submit(compile_spec, spec, self.tokenizer)
-        return _Row(spec, params.max_tokens, output, pending)
+        pending, _ = compile_constraint_async(request.spec, self.tokenizer)
+        return _Row(request, params.max_tokens, output, pending)
 
     def mask(self, logits: torch.Tensor, pairs: list[tuple[int, int]]) -> None:
         """Mask logits rows in place: ``pairs`` holds (logits row, row key) for every constrained
         row in this step's batch, in ascending logits-row order."""
         if not pairs:
             return
-        mask = np.zeros((len(pairs), self.words), dtype=np.int32)
-        live_m: list[Matcher] = []
-        live_k: list[int] = []
-        for k, (_, key) in enumerate(pairs):
+        rows: list[MaskRow] = []
+        for i, key in pairs:
             row = self.rows[key]
             self._advance(row)
-            if row.failed or row.matcher is None or row.matcher.is_terminated():
-                _only(mask[k], min(self.eos))
-            else:
-                live_m.append(row.matcher)
-                live_k.append(k)
-        if live_m:
-            fill_next_token_bitmasks(live_m, mask, live_k, self.threads)
-        for k, m in zip(live_k, live_m, strict=True):
-            i, key = pairs[k]
-            row = self.rows[key]
-            if row.max_tokens is not None:
-                remaining = row.max_tokens - len(row.output)
-                if remaining >= 1:
-                    steer_to_budget(m, self.tools, self.eos, mask[k], logits[i], remaining, self.margin)
-        self._apply_mask(logits, [i for i, _ in pairs], mask)
+            m = None if row.failed else row.matcher
+            remaining = None if row.max_tokens is None else row.max_tokens - len(row.output)
+            rows.append(MaskRow(i, m, remaining))
+        self.kernel.mask(logits, rows)
 
     def _advance(self, row: _Row) -> None:
         """Bring the row's matcher up to the request's output tokens."""
@@ -174,10 +160,11 @@ class _Core:
             return
         if row.matcher is None:
             try:
-                assert row.pending is not None
-                row.constraint = row.pending.result()
+                assert row.pending is not None and row.request is not None
+                row.constraint = row.pending.result().bind(row.request.slots)
             except Exception as e:
-                row.failed = f"constraint {row.spec.describe()} did not compile: {type(e).__name__}: {e}"
+                what = row.request.describe() if row.request is not None else "?"
+                row.failed = f"constraint {what} did not compile: {type(e).__name__}: {e}"
                 log.error("corral: %s; ending the request", row.failed)
                 return
             row.pending = None
@@ -196,44 +183,14 @@ class _Core:
                 row.consumed = len(out)  # ignore_eos: vLLM goes on past EOS; only EOS stays allowed
                 break
             if not m.accept_token(int(t)):
-                row.failed = f"output token {t} does not match {row.spec.describe()}"
+                what = row.request.describe() if row.request is not None else "?"
+                row.failed = f"output token {t} does not match {what}"
                 log.error(
                     "corral: %s (another processor or a stop edit interfered); ending the request",
                     row.failed,
                 )
                 return
             row.consumed += 1
-
-    def _apply_mask(self, logits: torch.Tensor, indices: list[int], mask: np.ndarray) -> None:
-        """Set every disallowed logit of rows ``indices`` to -inf: the packed mask goes to the
-        logits' device as int32 (32x smaller than a bool mask) and is unpacked there."""
-        if logits.device.type == "cpu":
-            # The shared CPU path (a numpy view, single-threaded: torch's masked_fill_ would
-            # compete with the engine's spinning OpenMP threads); other rows stay all-allowed.
-            full = np.full((int(logits.shape[0]), mask.shape[1]), -1, dtype=np.int32)
-            full[indices] = mask
-            apply_token_bitmask_(logits, full)
-            return
-        width = int(logits.shape[-1])
-        words = torch.from_numpy(mask).to(logits.device, non_blocking=True)
-        bits = self._bits if self._bits.device == logits.device else self._bits.to(logits.device)
-        allowed = ((words.unsqueeze(-1) >> bits) & 1).bool().reshape(len(indices), -1)
-        covered = min(width, allowed.shape[1])
-        if covered < width:  # logits wider than the vocabulary: the extra columns are never allowed
-            pad = torch.zeros((len(indices), width - covered), dtype=torch.bool, device=logits.device)
-            allowed = torch.cat([allowed[:, :covered], pad], dim=1)
-        else:
-            allowed = allowed[:, :width]
-        if len(indices) == logits.shape[0]:
-            logits.masked_fill_(~allowed, float("-inf"))
-        else:
-            idx = torch.tensor(indices, dtype=torch.long, device=logits.device)
-            logits[idx] = logits[idx].masked_fill(~allowed, float("-inf"))
-
-
-def _only(mask_row: np.ndarray, token: int) -> None:
-    mask_row[:] = 0
-    mask_row[token >> 5] = np.int32(np.uint32(1 << (token & 31)).view(np.int32))
 
 
 class CorralLogitsProcessorV1(LogitsProcessor):
@@ -399,16 +356,3 @@ if _HAS_V2:
 
 else:  # pragma: no cover - vLLM without the v2 runner
     CorralLogitsProcessor = CorralLogitsProcessorV1  # type: ignore[misc,assignment]
-
-
-def _spec_args(spec: Spec) -> dict[str, Any]:
-    """The extra_args form of a spec (what ``request_spec`` reads back)."""
-    import json
-
-    if spec.kind == "json":
-        return {"json": True, "schema_options": json.loads(spec.options)}
-    if spec.kind == "json_schema":
-        return {"json_schema": json.loads(spec.value), "schema_options": json.loads(spec.options)}
-    if spec.kind == "choices":
-        return {"choices": list(spec.value)}
-    return {spec.kind: spec.value}

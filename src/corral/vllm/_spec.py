@@ -3,14 +3,18 @@
 In:  ``SamplingParams.extra_args`` (the OpenAI server fills it from ``vllm_xargs``):
 
 * nested (offline ``LLM``): ``{"corral": {"json_schema": {...}}}``, or ``"regex"``,
-  ``"grammar"``, ``"choices"`` (list of str), ``"json": true``; optional ``"schema_options"``;
+  ``"grammar"``, ``"choices"`` (list of str), ``"json": true``, ``"tools"`` (OpenAI tool objects)
+  with ``"tool_choice"``; optional ``"schema_options"``, ``"limits"`` (engine limits) and
+  ``"slots"`` (values for the constraint's slots, bound per request without recompiling);
 * flat (``vllm_xargs`` allows only strings, numbers and lists of them): ``corral_json_schema``
   (JSON text), ``corral_regex``, ``corral_grammar``, ``corral_choices``, ``corral_json``,
-  ``corral_schema_options`` (JSON text).
+  ``corral_tools``, ``corral_tool_choice``, ``corral_schema_options``, ``corral_limits``,
+  ``corral_slots`` (objects as JSON text).
 
-Out: a :class:`Spec` (hashable, normalised) or None for an unconstrained request; malformed
-arguments raise ``ValueError`` with a message meant for the client (vLLM turns it into an
-HTTP 400). :func:`compile_spec` compiles a spec for a tokenizer through corral's compile cache.
+Out: a :class:`RequestConstraint` — the :class:`corral.compile.ConstraintSpec` (built by the same
+rules as ``corral.generate``: :func:`corral.compile.spec_from_args`) and the slot values — or None
+for an unconstrained request; malformed arguments raise ``ValueError`` with a message meant for
+the client (vLLM turns it into an HTTP 400). Compiling goes through corral's one compile cache.
 """
 
 from __future__ import annotations
@@ -20,56 +24,52 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.generation.constraint import Constraint, make_constraint, validate_choices
+from corral.compile import Constraint, ConstraintSpec, compile_constraint, spec_from_args
+from corral.errors import CorralError
 from corral.tokenizer import Tokenizer
 
-__all__ = ["KINDS", "Spec", "check_spec", "compile_spec", "from_structured_outputs", "request_spec"]
+__all__ = [
+    "KINDS",
+    "RequestConstraint",
+    "check_spec",
+    "compile_spec",
+    "from_structured_outputs",
+    "parse_request",
+    "request_spec",
+]
 
-KINDS = ("json_schema", "regex", "grammar", "choices", "json")
+KINDS = ("json_schema", "regex", "grammar", "choices", "json", "tools")
 """The constraint kinds a request may give (exactly one)."""
 
-# What corral.generate uses for schemas and JSON mode: the json.dumps(indent=2) layout, fully
-# dictated by the grammar (bounded whitespace: the model cannot pad with spaces or newlines), and
-# one spelling per string (no \u0072-style drift). A request's schema_options override them.
-SCHEMA_DEFAULTS: dict[str, Any] = {"whitespace": "pretty", "escapes": "canonical"}
+_OPTIONS = ("schema_options", "limits", "slots", "tool_choice")
+_JSON_TEXT = ("json_schema", "schema_options", "limits", "slots", "tools", "tool_choice")
 
 
 @dataclass(frozen=True)
-class Spec:
-    """One request's constraint, normalised so equal constraints compare (and cache) equal.
+class RequestConstraint:
+    """One request's constraint: the spec, and the values for its slots (None: no slots)."""
 
-    ``value`` is the regex / grammar text, the schema as compact JSON text (property order
-    kept), the choices as a tuple, or None for JSON mode; ``options`` the schema options as
-    canonical JSON text.
-    """
-
-    kind: str
-    value: Any
-    options: str = "{}"
+    spec: ConstraintSpec
+    slots: dict[str, list[str]] | None = None
 
     def describe(self) -> str:
-        """A short description for logs and error messages."""
-        text = str(self.value)
-        return f"{self.kind}({text[:60]}{'...' if len(text) > 60 else ''})"
+        return self.spec.describe()
 
 
 def _json_arg(name: str, value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError as e:
-            raise ValueError(f"corral: {name} is not valid JSON text: {e}") from None
-    return value
+    """A flat argument's value: JSON text decoded (a tool_choice may also be a plain word)."""
+    if not isinstance(value, str) or (name == "tool_choice" and not value.lstrip().startswith("{")):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError as e:
+        raise ValueError(f"corral: {name} is not valid JSON text: {e}") from None
 
 
-def request_spec(extra_args: Mapping[str, Any] | None) -> Spec | None:
-    """The constraint a request asks for (None: not constrained by corral).
-
-    Raises ValueError for a malformed request: an unknown key, two constraints at once, or a
-    value of the wrong type.
-    """
+def _args(extra_args: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The corral arguments of a request, nested and flat forms merged (flat values decoded)."""
     if not extra_args:
-        return None
+        return {}
     args: dict[str, Any] = {}
     nested = extra_args.get("corral")
     if nested is not None:
@@ -84,119 +84,104 @@ def request_spec(extra_args: Mapping[str, Any] | None) -> Spec | None:
             name = key[len("corral_") :]
             if name in args:
                 raise ValueError(f"corral: {name} is given twice (in extra_args['corral'] and as {key})")
-            args[name] = value
+            args[name] = _json_arg(name, value) if name in _JSON_TEXT else value
+    return args
+
+
+def parse_request(extra_args: Mapping[str, Any] | None) -> RequestConstraint | None:
+    """The constraint a request asks for (None: not constrained by corral).
+
+    Raises ValueError for a malformed request: an unknown key, two constraints at once, or a
+    value of the wrong type.
+    """
+    args = _args(extra_args)
     if not args:
         return None
-    unknown = sorted(set(args) - set(KINDS) - {"schema_options"})
+    unknown = sorted(set(args) - set(KINDS) - set(_OPTIONS))
     if unknown:
         raise ValueError(
             f"corral: unknown argument(s) {unknown}; expected one of {list(KINDS)} "
-            "and optionally schema_options"
+            f"and optionally {list(_OPTIONS)}"
         )
-    given = [k for k in KINDS if args.get(k) not in (None, False)]
-    if len(given) > 1:
-        raise ValueError(f"corral: give one constraint, not {' and '.join(given)}")
-    if not given:
-        if "schema_options" in args:
-            raise ValueError("corral: schema_options given without json_schema or json")
+    slots = args.pop("slots", None)
+    if "json_schema" in args:
+        args["json_schema"] = _json_arg("json_schema", args["json_schema"])
+    if isinstance(args.get("choices"), str):
+        args["choices"] = [args["choices"]]  # a single choice given flat
+    try:
+        spec = spec_from_args(args, where="corral: ")
+    except (TypeError, CorralError) as e:  # SchemaError, ToolError: all the client's doing
+        raise ValueError(f"corral: {e}" if not str(e).startswith("corral: ") else str(e)) from None
+    if spec is None:
+        if slots:
+            raise ValueError("corral: slots given without a constraint")
         return None
-    kind = given[0]
-    value = args[kind]
-    options = _json_arg("schema_options", args.get("schema_options") or {})
-    if not isinstance(options, dict):
-        raise ValueError("corral: schema_options must be an object")
-    if "schema_options" in args and kind not in ("json_schema", "json"):
-        raise ValueError(f"corral: schema_options apply to json_schema and json, not {kind}")
-    opts = (
-        json.dumps({**SCHEMA_DEFAULTS, **options}, sort_keys=True)
-        if kind in ("json_schema", "json")
-        else "{}"
-    )
-    if kind == "json_schema":
-        schema = _json_arg("json_schema", value)
-        if not isinstance(schema, (dict, bool)):
-            raise ValueError(
-                f"corral: json_schema must be a JSON object (or true/false), got {type(schema).__name__}"
-            )
-        # Key order kept: it is the order the properties are generated in.
-        return Spec(kind, json.dumps(schema), opts)
-    if kind in ("regex", "grammar"):
-        if not isinstance(value, str):
-            raise ValueError(f"corral: {kind} must be a string, got {type(value).__name__}")
-        return Spec(kind, value)
-    if kind == "choices":
-        if isinstance(value, str):
-            value = [value]  # a single choice given flat
-        try:
-            validate_choices(value)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"corral: {e}") from None
-        return Spec(kind, tuple(value))
-    if value is not True and value not in (1, "true", "1"):
-        raise ValueError(f"corral: json must be true, got {value!r}")
-    return Spec("json", None, opts)
+    return RequestConstraint(spec, _slots(slots))
 
 
-def from_structured_outputs(so: Any) -> Spec | None:
-    """The corral spec for a vLLM ``StructuredOutputsParams`` (what ``response_format`` and
-    ``structured_outputs`` requests become), or None when corral has no equivalent
-    (structural tags, an empty object)."""
+def _slots(raw: Any) -> dict[str, list[str]] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for k, v in raw.items()
+    ):
+        raise ValueError("corral: slots must be an object mapping slot names to lists of strings")
+    return {k: list(v) for k, v in raw.items()}
+
+
+def request_spec(extra_args: Mapping[str, Any] | None) -> ConstraintSpec | None:
+    """The spec of :func:`parse_request` (None: not constrained by corral)."""
+    r = parse_request(extra_args)
+    return None if r is None else r.spec
+
+
+def from_structured_outputs(so: Any) -> dict[str, Any] | None:
+    """corral's ``extra_args["corral"]`` for a vLLM ``StructuredOutputsParams`` (what
+    ``response_format`` and ``structured_outputs`` requests become), or None when corral has no
+    equivalent (structural tags, an empty object)."""
     if so is None:
         return None
     if getattr(so, "json", None) is not None:
-        schema = _json_arg("response_format json_schema", so.json)
-        return request_spec({"corral": {"json_schema": schema}})
+        return {"json_schema": _json_arg("response_format json_schema", so.json)}
     if getattr(so, "regex", None):
-        return request_spec({"corral": {"regex": so.regex}})
+        return {"regex": so.regex}
     if getattr(so, "choice", None):
-        return request_spec({"corral": {"choices": list(so.choice)}})
+        return {"choices": list(so.choice)}
     if getattr(so, "grammar", None):
-        return request_spec({"corral": {"grammar": so.grammar}})
+        return {"grammar": so.grammar}
     if getattr(so, "json_object", None):
-        return request_spec({"corral": {"json": True}})
+        return {"json": True}
     return None
 
 
-def compile_spec(spec: Spec, tokenizer: Tokenizer) -> Constraint:
-    """Compile (or fetch from corral's compile cache) a spec for a tokenizer.
-
-    Raises corral's errors (CompileError, LimitExceeded, SchemaError, ...) for constraints that
-    do not compile.
-    """
-    options = json.loads(spec.options)
-    c: Constraint | None
-    if spec.kind == "json_schema":
-        c = make_constraint(tokenizer, schema=spec.value, schema_options=options)
-    elif spec.kind == "json":
-        c = make_constraint(tokenizer, json_mode=True, schema_options=options)
-    elif spec.kind == "regex":
-        c = make_constraint(tokenizer, regex=spec.value)
-    elif spec.kind == "grammar":
-        c = make_constraint(tokenizer, grammar=spec.value)
-    else:
-        c = make_constraint(tokenizer, choices=list(spec.value))
-    assert c is not None
-    return c
+def compile_spec(spec: ConstraintSpec | RequestConstraint, tokenizer: Tokenizer) -> Constraint:
+    """Compile (or fetch from corral's compile cache) a request's constraint for a tokenizer, its
+    slots bound. Raises corral's errors (CompileError, LimitExceeded, SchemaError, SlotError, ...)
+    for constraints that do not compile or bind."""
+    if isinstance(spec, RequestConstraint):
+        c = compile_constraint(spec.spec, tokenizer)
+        return c.bind(spec.slots) if spec.slots is not None or c.slot_names else c
+    return compile_constraint(spec, tokenizer)
 
 
 _BYTE_TOKENIZER: Tokenizer | None = None
 
 
-def check_spec(spec: Spec) -> None:
-    """Compile a spec against a 256-byte vocabulary: catches syntax errors, unsupported schema
-    keywords and every compile limit before a request is admitted, where no model tokenizer is
-    at hand (vLLM's ``validate_params`` runs in the API process). Raises ValueError with corral's
-    message."""
+def check_spec(spec: ConstraintSpec | RequestConstraint) -> None:
+    """Compile a request's constraint against a 256-byte vocabulary and bind its slots: catches
+    syntax errors, unsupported schema keywords, every compile limit and bad slot values before a
+    request is admitted, where no model tokenizer is at hand (vLLM's ``validate_params`` runs in
+    the API process). Raises ValueError with corral's message."""
     global _BYTE_TOKENIZER
     if _BYTE_TOKENIZER is None:
         _BYTE_TOKENIZER = Tokenizer.from_tokens(
             [bytes([b]) for b in range(256)] + [b"<eos>"], special_ids=[256], eos_ids=[256]
         )
+    kind = spec.spec.kind if isinstance(spec, RequestConstraint) else spec.kind
     try:
         compile_spec(spec, _BYTE_TOKENIZER)
     except ValueError as e:
-        raise ValueError(f"corral: the {spec.kind} constraint does not compile: {e}") from None
+        raise ValueError(f"corral: the {kind} constraint does not compile: {e}") from None
     except Exception as e:  # corral's CompileError / LimitExceeded / SchemaError and friends
-        raise ValueError(
-            f"corral: the {spec.kind} constraint does not compile: {type(e).__name__}: {e}"
-        ) from None
+        raise ValueError(f"corral: the {kind} constraint does not compile: {type(e).__name__}: {e}") from None

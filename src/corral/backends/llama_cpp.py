@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from corral.backends.base import Backend, Batch, default_threads
 from corral.errors import CorralError
-from corral.generation.backends.base import Backend, Batch
 from corral.tokenizer import Tokenizer
 
 __all__ = ["LlamaCppBackend", "render_chat_template"]
@@ -66,7 +66,7 @@ class LlamaCppBackend(Backend):
         A ``.gguf`` model file.
     threads : int or None
         Threads for the forward pass (``n_threads`` and ``n_threads_batch``); default one less
-        than the usable cores (:func:`corral.generation.loading.default_threads`).
+        than the usable cores (:func:`corral.backends.loading.default_threads`).
     context_length : int or None
         Longest row (prompt + output) accepted; default the smaller of 4096 and the model's
         training context.
@@ -113,8 +113,6 @@ class LlamaCppBackend(Backend):
             # other failures surface as CorralError with llama.cpp's status.
             logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
         if threads is None:
-            from corral.generation.loading import default_threads
-
             threads = default_threads()
         p = Path(path).expanduser()
         if not p.is_file():

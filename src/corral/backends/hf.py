@@ -13,8 +13,8 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+from corral.backends.base import Backend, Batch
 from corral.errors import CorralError
-from corral.generation.backends.base import Backend, Batch
 from corral.tokenizer import Tokenizer
 
 __all__ = ["TransformersBackend"]

@@ -1,0 +1,39 @@
+"""The one module that imports the C++ extension (``corral._core``); every native call in the
+library goes through the names defined here, so the boundary between Python and C++ is one list.
+
+In:  plain Python values (bytes, str, dicts of limits, numpy/torch buffers).
+Out: native handles — a vocabulary, a compiled grammar, matchers — and packed bitmasks written
+     into caller memory.
+
+C++ exceptions reach Python as :mod:`corral.errors` classes (the extension's exception
+translator maps each C++ class to its Python twin), so callers only ever see corral's errors.
+"""
+
+from __future__ import annotations
+
+from corral import _core
+
+__all__ = [
+    "Matcher",
+    "Vocabulary",
+    "compile_grammar",
+    "compile_json",
+    "compile_regex",
+    "default_limits",
+    "fill_next_token_bitmasks",
+]
+
+#: A vocabulary as byte strings plus special/EOS ids and width (shared by every grammar on it).
+Vocabulary = _core.Vocabulary
+#: Per-sequence matcher state.
+Matcher = _core.Matcher
+#: (pattern, vocabulary, limits) -> native compiled grammar.
+compile_regex = _core.compile_regex
+#: (grammar text, start rule, vocabulary, limits) -> native compiled grammar.
+compile_grammar = _core.compile_grammar
+#: (vocabulary, limits) -> the native compiled grammar of any JSON value.
+compile_json = _core.compile_json
+#: (matchers, bitmask, rows, threads): fill many rows with the GIL released.
+fill_next_token_bitmasks = _core.fill_next_token_bitmasks
+#: () -> the engine's default limits as (name, value) pairs.
+default_limits = _core.default_limits

@@ -1,0 +1,68 @@
+"""Compiling a :class:`~corral.compile.spec.ConstraintSpec` for a tokenizer: the one place every
+host's constraint reaches the engine.
+
+In:  a spec, a tokenizer, and where schema conversion runs (:mod:`corral.compile.converter`).
+Out: a :class:`~corral.compile.constraint.Constraint`.
+
+Errors are corral's own (:class:`corral.CompileError`, :class:`corral.SchemaError`,
+:class:`corral.LimitExceeded`, :class:`corral.errors.ToolError`, ...); a schema error inside a
+tool's parameters is reported against that tool (``tools[i].function.parameters`` and the pointer
+inside them), never against the internal call schema.
+"""
+
+from __future__ import annotations
+
+from corral.compile.constraint import Constraint
+from corral.compile.converter import IN_PROCESS, SchemaConverter
+from corral.compile.spec import ConstraintSpec, choices_regex
+from corral.engine import compile_grammar, compile_regex
+from corral.errors import SchemaError, ToolError, UnsupportedSchemaError
+from corral.grammar.tools import AUTO_RULES, AUTO_START, tool_pointer
+from corral.schema import schema_grammar
+from corral.tokenizer import Tokenizer
+
+__all__ = ["compile_spec"]
+
+
+def compile_spec(
+    spec: ConstraintSpec, tokenizer: Tokenizer, converter: SchemaConverter | None = None
+) -> Constraint:
+    """Compile ``spec`` for ``tokenizer`` (uncached: see :func:`corral.compile.compile_constraint`
+    for the cached path). Schema conversion runs in ``converter`` (default: this thread)."""
+    conv = converter or IN_PROCESS
+    kind, limits = spec.kind, dict(spec.limits)
+    size = spec.source_size()
+    if kind in ("json_schema", "json", "json_object"):
+        schema = spec.schema
+        text, report = conv.convert(schema, spec.options)
+        g = schema_grammar(schema, text, report, tokenizer, limits, spec.model)
+        return Constraint(spec, g, size + len(text))
+    if kind == "regex":
+        return Constraint(spec, compile_regex(spec.payload, tokenizer, **limits), size)
+    if kind == "grammar":
+        return Constraint(spec, compile_grammar(spec.payload, tokenizer, **limits), size)
+    if kind == "choices":
+        return Constraint(spec, compile_regex(choices_regex(spec.payload), tokenizer, **limits), size)
+    assert kind == "tools"
+    schema = spec.schema
+    try:
+        text, report = conv.convert(schema, spec.options)
+    except SchemaError as e:
+        raise _tool_error(e, spec) from None
+    if spec.tool_mode == "required":
+        g = schema_grammar(schema, text, report, tokenizer, limits)
+        return Constraint(spec, g, size + len(text))
+    # "auto": the call grammar's root, or plain text — one grammar, start rule AUTO_START.
+    auto = compile_grammar(text + AUTO_RULES, tokenizer, start=AUTO_START, **limits)
+    return Constraint(spec, auto, size + len(text))
+
+
+def _tool_error(e: SchemaError, spec: ConstraintSpec) -> ToolError:
+    loc = tool_pointer(e.pointer, spec.tools, spec.param or "tools")
+    if loc is None:
+        err = ToolError(f"tools: {e}", spec.param or "tools", e.pointer)
+    else:
+        where, pointer = loc
+        err = ToolError(f"{where}: {e.message} (at {pointer})", where, pointer)
+    err.unsupported = isinstance(e, UnsupportedSchemaError)
+    return err

@@ -1,0 +1,155 @@
+"""A compiled constraint and the one way to read an output back.
+
+In:  a :class:`~corral.compile.spec.ConstraintSpec` and the grammar compiled for it.
+Out: :class:`Constraint`: what matchers run (``grammar``) plus :meth:`Constraint.read` — the
+     output as a value (Pydantic instance, JSON value, :class:`~corral.grammar.tools.ToolCall`,
+     chosen string or text) and the validation error, if any.
+
+Invariant: validators are built once per compiled grammar (per slot binding) and reused by every
+read; a read never raises for an output the constraint produced — failures come back as the error
+string (``parse`` raises :class:`corral.OutputValidationError` for callers that want that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.compile.spec import ConstraintSpec
+from corral.engine import CompiledGrammar
+from corral.grammar.tools import Tool, read_call
+from corral.schema import JsonSchemaGrammar, OutputValidationError
+
+__all__ = ["Constraint"]
+
+
+@dataclass(frozen=True, eq=False)
+class Constraint:
+    """A constraint compiled for one tokenizer.
+
+    Attributes
+    ----------
+    spec : ConstraintSpec
+        What was compiled.
+    grammar : CompiledGrammar
+        What the rows' matchers run (a :class:`~corral.JsonSchemaGrammar` for schemas).
+    source_len : int
+        Size of the constraint's source and grammar text (the compile cache's memory estimate).
+    """
+
+    spec: ConstraintSpec
+    grammar: CompiledGrammar
+    source_len: int = 0
+    _validators: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        return tuple(self.spec.payload) if self.spec.kind == "choices" else None
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self.spec.tools)
+
+    @property
+    def tool_mode(self) -> str:
+        return self.spec.tool_mode
+
+    @property
+    def schema(self) -> Any:
+        return self.spec.schema
+
+    @classmethod
+    def from_grammar(cls, grammar: CompiledGrammar) -> Constraint:
+        """Wrap a grammar compiled by the caller (``generate(grammar=compiled)``)."""
+        if isinstance(grammar, JsonSchemaGrammar):
+            spec = ConstraintSpec("json_schema", grammar.schema, model=grammar.model)
+        else:
+            spec = ConstraintSpec("grammar", grammar.grammar_text)
+        return cls(spec, grammar)
+
+    def with_model(self, model: Any) -> Constraint:
+        """The same compiled constraint, parsing outputs into ``model`` (a cache hit for a
+        schema that another model produced too)."""
+        if model is self.spec.model:
+            return self
+        return dataclasses.replace(self, spec=dataclasses.replace(self.spec, model=model), _validators={})
+
+    @property
+    def slot_names(self) -> list[str]:
+        return self.grammar.slot_names
+
+    def missing_slots(self, slots: Mapping[str, Sequence[str]] | None) -> list[str]:
+        """The grammar's slot names ``slots`` gives no values for, sorted."""
+        return sorted(set(self.grammar.slot_names) - set(slots or {}))
+
+    def bind(self, slots: Mapping[str, Sequence[str]] | None) -> Constraint:
+        """Bind the grammar's slots for one request (see :meth:`CompiledGrammar.bind`); reads of
+        the result also check each slot string against its values. Raises
+        :class:`corral.SlotError` for missing, unknown or bad slots."""
+        from corral.errors import SlotError
+
+        names = self.grammar.slot_names
+        if not names:
+            if slots:
+                raise SlotError("slots given, but the constraint has no slots (x-corral-slot / ${name})")
+            return self
+        missing = self.missing_slots(slots)
+        if missing:
+            raise SlotError(f"the constraint's slot(s) {missing} need values", missing[0])
+        return dataclasses.replace(self, grammar=self.grammar.bind(slots or {}), _validators={})
+
+    # ------------------------------------------------------------------ reading outputs
+
+    def read(self, text: str) -> tuple[Any, str | None]:
+        """(value, error) for a decoded output: the value as the constraint's kind reads it and
+        the validation error for keywords the grammar leaves to validation (None when valid)."""
+        kind = self.spec.kind
+        if kind == "tools":
+            if self.spec.tool_mode == "auto" and not text.startswith("{"):
+                return text, None
+            return read_call(text, self.spec.tools, self._validators)
+        if kind in ("json", "json_object"):
+            try:
+                return json.loads(text), None
+            except ValueError as e:
+                return None, f"output is not JSON: {e}"
+        if kind == "json_schema" and isinstance(self.grammar, JsonSchemaGrammar):
+            try:
+                value = self.grammar.validate(text)
+            except OutputValidationError as e:
+                try:
+                    partial = json.loads(text)
+                except ValueError:
+                    partial = None
+                return partial, str(e)
+            model = self.spec.model
+            if model is None:
+                return value, None
+            try:
+                return self._adapter(model).validate_json(text), None
+            except Exception as e:  # a Pydantic validator the schema cannot express
+                return value, f"output fails the model's validation: {e}"
+        return text, None
+
+    def parse(self, text: str) -> Any:
+        """The output as a value (see :meth:`read`); raises :class:`corral.OutputValidationError`
+        when it does not validate."""
+        value, error = self.read(text)
+        if error is not None:
+            raise OutputValidationError(error, [error])
+        return value
+
+    def _adapter(self, model: Any) -> Any:
+        adapter = self._validators.get("__pydantic__")
+        if adapter is None:
+            from pydantic import TypeAdapter
+
+            adapter = self._validators["__pydantic__"] = TypeAdapter(model)
+        return adapter
