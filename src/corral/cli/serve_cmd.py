@@ -36,8 +36,29 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-n", type=int, default=8, help="largest n")
     p.add_argument("--cache-mb", type=int, default=256, help="compile-cache memory bound, MiB")
     p.add_argument("--compile-workers", type=int, default=1, help="compile threads")
+    p.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an engine limit for every request's constraint, e.g. --limit max_compile_ms=2000 "
+        "(repeatable; see corral.DEFAULT_LIMITS)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
+
+
+def parse_limits(items: list[str]) -> dict[str, int]:
+    """``NAME=VALUE`` strings as a checked limits dict."""
+    from corral.engine import _limits
+
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise ValueError(f"--limit takes NAME=INTEGER, got {item!r}")
+        out[name.strip()] = int(value)
+    return _limits(out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     for name in ("max_batch", "max_queue", "max_tokens", "max_n", "cache_mb", "compile_workers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+    limits = parse_limits(args.limit)
     configure_logging(args.log_level)
     backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
     name = args.model_name or (DEFAULT_NAME if args.model is None else Path(args.model).stem)
@@ -68,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         cache_mb=args.cache_mb,
         compile_workers=args.compile_workers,
         schema_dir=args.schema_dir,
+        limits=limits,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

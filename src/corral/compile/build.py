@@ -12,6 +12,8 @@ inside them), never against the internal call schema.
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.compile.constraint import Constraint
 from corral.compile.converter import IN_PROCESS, SchemaConverter
 from corral.compile.spec import ConstraintSpec, choices_regex
@@ -30,7 +32,8 @@ def compile_spec(
     """Compile ``spec`` for ``tokenizer`` (uncached: see :func:`corral.compile.compile_constraint`
     for the cached path). Schema conversion runs in ``converter`` (default: this thread)."""
     conv = converter or IN_PROCESS
-    kind, limits = spec.kind, dict(spec.limits)
+    kind = spec.kind
+    limits: dict[str, Any] = dict(spec.limits)
     size = spec.source_size()
     if kind in ("json_schema", "json", "json_object"):
         schema = spec.schema

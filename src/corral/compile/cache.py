@@ -40,20 +40,24 @@ DEFAULT_CACHE_MB = 256
 
 
 class _Counter(Protocol):
-    def inc(self, amount: float = 1.0, **labels: str) -> None: ...
+    def inc(self, amount: float = ..., /) -> None: ...
 
 
 class _Histogram(Protocol):
-    def observe(self, value: float, **labels: str) -> None: ...
+    def observe(self, value: float, /, *, kind: str) -> None: ...
 
 
 class CacheMetrics(Protocol):
     """Where a cache reports (the server's metrics registry has these)."""
 
-    cache_hits: _Counter
-    cache_misses: _Counter
-    cache_evictions: _Counter
-    compile_time: _Histogram
+    @property
+    def cache_hits(self) -> _Counter: ...
+    @property
+    def cache_misses(self) -> _Counter: ...
+    @property
+    def cache_evictions(self) -> _Counter: ...
+    @property
+    def compile_time(self) -> _Histogram: ...
 
 
 def _lower_priority() -> None:

@@ -201,6 +201,12 @@ class ConstraintSpec:
         """Bytes of the constraint's source (the cache's memory estimate starts from it)."""
         return len(json.dumps(self.content(), default=str))
 
+    def with_limits(self, limits: Mapping[str, int]) -> ConstraintSpec:
+        """The same constraint with these engine limits (on top of its own)."""
+        if not limits:
+            return self
+        return dataclasses.replace(self, limits={**self.limits, **_limits(limits)})
+
     def with_options(self, **options: Any) -> ConstraintSpec:
         """The same constraint with more schema options (JSON kinds only)."""
         if self.kind not in _JSON_KINDS:

@@ -153,7 +153,7 @@ class CorralServer:
     def precompile(self, path: Path) -> None:
         """Compile every schema of a ``--schema-dir`` into the cache and register it by name."""
         for name, (schema, strict) in load_schema_dir(path).items():
-            spec = schema_spec(schema, strict, f"schema-dir:{name}")
+            spec = schema_spec(schema, strict, f"schema-dir:{name}").with_limits(self.config.limits)
             t0 = time.perf_counter()
             try:
                 compile_constraint_async(spec, self.tokenizer, cache=self.cache, converter=self.converter)[
@@ -328,6 +328,7 @@ class CorralServer:
         if spec is None:
             return None, False, 0.0
         t0 = time.perf_counter()
+        spec = spec.with_limits(self.config.limits)
         try:
             fut, hit = compile_constraint_async(
                 spec, self.tokenizer, cache=self.cache, converter=self.converter

@@ -38,6 +38,9 @@ class ServerConfig:
         JSON Schemas to pre-compile at start-up (``*.json``; a file may also hold an OpenAI
         ``{"name", "schema", "strict"}`` object). Registered by name (the file's stem or
         ``name``): ``response_format.json_schema`` may then give just the name.
+    limits : dict
+        Engine limits applied to every request's constraint (``corral.DEFAULT_LIMITS`` names;
+        ``--limit NAME=VALUE``). Set by the operator, never by a request.
     """
 
     model_name: str = "model"
@@ -51,3 +54,4 @@ class ServerConfig:
     cache_mb: int = 256
     compile_workers: int = 1
     schema_dir: Path | None = None
+    limits: dict[str, int] = field(default_factory=dict)

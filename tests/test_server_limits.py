@@ -1,0 +1,49 @@
+"""Operator-set engine limits apply to every request's constraint on the server (``--limit``)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+import corral
+from corral.compile import ConstraintSpec
+
+pytest.importorskip("starlette")
+
+BYTES = corral.Tokenizer.from_tokens(
+    [bytes([b]) for b in range(256)] + [b"<eos>"], special_ids=[256], eos_ids=[256]
+)
+
+
+def _server(limits: dict[str, int]) -> object:
+    from corral.server import ServerConfig, create_server
+
+    backend = SimpleNamespace(tokenizer=BYTES, name="stub", describe=lambda: "stub", context_length=64)
+    return create_server(backend, ServerConfig(compile_workers=0, limits=limits))
+
+
+def test_server_limits_reach_every_compile() -> None:
+    from corral.server.errors import APIError
+
+    spec = ConstraintSpec.regex("[a-z]{1,300}", param="regex")
+    tight = _server({"max_dfa_states": 50})
+    with pytest.raises(APIError) as e:
+        asyncio.run(tight._constraint(spec))  # type: ignore[attr-defined]
+    assert e.value.status == 400 and e.value.code == "constraint_too_complex" and e.value.param == "regex"
+    loose = _server({})
+    constraint, hit, _ = asyncio.run(loose._constraint(spec))  # type: ignore[attr-defined]
+    assert constraint is not None and not hit
+
+
+def test_limit_flags_are_checked() -> None:
+    from corral.cli.serve_cmd import parse_limits
+
+    assert parse_limits(["max_dfa_states=500", "max_compile_ms = 100"]) == {
+        "max_dfa_states": 500,
+        "max_compile_ms": 100,
+    }
+    for bad in (["max_dfa_states"], ["max_dfa_states=lots"], ["max_bogus=1"], ["max_dfa_states=0"]):
+        with pytest.raises((ValueError, TypeError)):
+            parse_limits(bad)
