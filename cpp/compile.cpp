@@ -29,4 +29,30 @@ std::shared_ptr<const CompiledGrammar> compile_json(std::shared_ptr<const Vocabu
   return compile_grammar(json_grammar_text(), "root", std::move(vocab), limits);
 }
 
+ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
+  Limits l = limits;
+  l.max_dfa_states = max_states;
+  Budget budget(l.max_compile_ms);
+  std::string text = "root ::= ";
+  text.append(rhs);
+  text += "\n";
+  GrammarAst ast = parse_grammar_text(text, "root", l);  // malformed text: CompileError
+  try {
+    Grammar g = lower_grammar(ast, l, budget);
+    std::uint64_t states = 0;
+    for (const Terminal& t : g.terminals)
+      if (!t.is_token && !t.is_slot) states += t.dfa.num_states();
+    return {ProbeResult::Kind::States, states};
+  } catch (const EmptyLanguageError&) {
+    return {ProbeResult::Kind::Empty, 0};
+  } catch (const LimitExceeded&) {
+    return {ProbeResult::Kind::TooBig, 0};
+  }
+}
+
+void check_regex(std::string_view pattern, const Limits& limits) {
+  Budget budget(limits.max_compile_ms);
+  (void)grammar_from_regex(parse_regex(pattern, limits), limits, budget);
+}
+
 }  // namespace corral

@@ -1,6 +1,7 @@
 // compile.hpp — the engine's entry points: constraint text + vocabulary → CompiledGrammar.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,5 +18,24 @@ std::shared_ptr<const CompiledGrammar> compile_grammar(std::string_view text, co
                                                        const Limits& limits);
 std::shared_ptr<const CompiledGrammar> compile_json(std::shared_ptr<const Vocabulary> vocab,
                                                     const Limits& limits);
+
+/// What probe_expression found out about one regular expression.
+struct ProbeResult {
+  enum class Kind { States, Empty, TooBig };
+  Kind kind;
+  std::uint64_t states;  // DFA states summed over the expression's terminals (Kind::States)
+};
+
+/// Build the automata of `rhs` (a grammar right-hand side without rule references, e.g. a
+/// product `/a+/j & /(?s:.){0,64}/j - /id/j`) with at most `max_states` DFA states per terminal,
+/// and report their size, that the language is empty, or that it needs more than the budget (or
+/// another of `limits`). Needs no vocabulary. Malformed text still throws CompileError.
+ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, const Limits& limits);
+
+/// Compile `pattern` as compile_regex would, up to its automaton and without a vocabulary:
+/// throws CompileError for what the engine cannot compile (syntax, lookaround, backreferences,
+/// an empty language) and LimitExceeded past a limit. The converter checks every JSON Schema
+/// `pattern` with it.
+void check_regex(std::string_view pattern, const Limits& limits);
 
 }  // namespace corral

@@ -156,6 +156,13 @@ class Grammar {
   std::string to_string() const;
 };
 
+/// The grammar's start rule can never complete: its language is empty. A CompileError (Python
+/// sees corral.CompileError), distinct so that probe_expression can report "empty" as a value.
+class EmptyLanguageError : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+
 /// Lower a parsed grammar to the engine IR (terminal merging, helper rules for repetition of
 /// non-regular parts, DFA construction). Throws CompileError / LimitExceeded.
 Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget);

@@ -526,7 +526,7 @@ void Grammar::finalize() {
     }
   }
   if (min_len[0] >= kInf)
-    throw CompileError("the grammar matches no string at all (its start rule can never complete)");
+    throw EmptyLanguageError("the grammar matches no string at all (its start rule can never complete)");
   // Drop productions that mention an unproductive symbol: they can never be part of a parse,
   // and keeping them would let the parser hold items that cannot complete.
   std::vector<Production> kept;

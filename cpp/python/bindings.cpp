@@ -217,6 +217,27 @@ NB_MODULE(_core, m) {
         },
         "vocab"_a, "limits"_a);
   m.def("json_grammar_text", []() { return std::string(json_grammar_text()); });
+  m.def("probe_expression",
+        [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          ProbeResult r = probe_expression(rhs, max_states, l);
+          return r.kind == ProbeResult::Kind::States ? static_cast<std::int64_t>(r.states)
+                 : r.kind == ProbeResult::Kind::Empty ? std::int64_t{0}
+                                                      : std::int64_t{-1};
+        },
+        "rhs"_a, "max_states"_a, "limits"_a,
+        "DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or "
+        "another limit). Raises CompileError for malformed text.");
+  m.def("check_regex",
+        [](const std::string& pattern, const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          check_regex(pattern, l);
+        },
+        "pattern"_a, "limits"_a,
+        "Compile a regex's automaton as compile_regex would, without a vocabulary (CompileError or "
+        "LimitExceeded if it cannot).");
 
   m.def("fill_next_token_bitmasks",
         [](std::vector<Matcher*> matchers, Bitmask bitmask, std::vector<std::size_t> rows, std::size_t threads) {

@@ -113,6 +113,16 @@ def compile_json(vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
 
 def json_grammar_text() -> str: ...
 
+def probe_expression(rhs: str, max_states: int, limits: dict) -> int:
+    """
+    DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or another limit). Raises CompileError for malformed text.
+    """
+
+def check_regex(pattern: str, limits: dict) -> None:
+    """
+    Compile a regex's automaton as compile_regex would, without a vocabulary (CompileError or LimitExceeded if it cannot).
+    """
+
 def fill_next_token_bitmasks(matchers: Sequence[Matcher], bitmask: Annotated[NDArray[numpy.int32], dict(order='C', device='cpu')], rows: Sequence[int] = [], threads: int = 0) -> None:
     """
     Fill the masks of many matchers at once (GIL released, on a persistent worker pool).

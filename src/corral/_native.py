@@ -16,11 +16,13 @@ from corral import _core
 __all__ = [
     "Matcher",
     "Vocabulary",
+    "check_regex",
     "compile_grammar",
     "compile_json",
     "compile_regex",
     "default_limits",
     "fill_next_token_bitmasks",
+    "probe_expression",
 ]
 
 #: A vocabulary as byte strings plus special/EOS ids and width (shared by every grammar on it).
@@ -37,3 +39,8 @@ compile_json = _core.compile_json
 fill_next_token_bitmasks = _core.fill_next_token_bitmasks
 #: () -> the engine's default limits as (name, value) pairs.
 default_limits = _core.default_limits
+#: (grammar right-hand side, max DFA states, limits) -> states (> 0), 0 (empty language) or -1
+#: (over max_states or another limit); CompileError for malformed text. No vocabulary needed.
+probe_expression = _core.probe_expression
+#: (pattern, limits): CompileError / LimitExceeded if compile_regex could not compile it.
+check_regex = _core.check_regex

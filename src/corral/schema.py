@@ -196,15 +196,10 @@ def schema_of(schema: Any) -> tuple[Any, Any]:
         raise TypeError(f"cannot build a JSON Schema from {schema!r}: {e}") from None
 
 
-_PROBE_VOCAB: Any = None
-
-
 def _check_regex(pattern: str) -> None:
-    """Raise CompileError if the engine cannot compile `pattern` (lookaround, ...)."""
-    global _PROBE_VOCAB
-    if _PROBE_VOCAB is None:
-        _PROBE_VOCAB = _core.Vocabulary([b"a"], [], [], 1)
-    _core.compile_regex(pattern, _PROBE_VOCAB, {})
+    """Raise CompileError (or LimitExceeded) if the engine cannot compile `pattern` (lookaround,
+    ...): one engine call that builds the automaton without a vocabulary."""
+    _core.check_regex(pattern, {})
 
 
 def compile_json_schema(
