@@ -21,6 +21,7 @@ __all__ = ["EMPTY", "TOO_BIG", "dfa_states"]
 EMPTY = 0
 TOO_BIG = -1
 
+
 @lru_cache(maxsize=4096)
 def dfa_states(expression: str, budget: int) -> int:
     """States of the DFA for `expression` (a grammar right-hand side without rule references),
