@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 from generation_cases import PERSON
+from host_cases import TOOLS
 
 from corral import models
 
@@ -44,38 +45,6 @@ WORD = {
     "properties": {"word": {"type": "string", "maxLength": 40}},
     "required": ["word"],
 }
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "maxLength": 30},
-                    "unit": {"enum": ["celsius", "fahrenheit"]},
-                },
-                "required": ["city", "unit"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "add",
-            "description": "Add two integers",
-            "parameters": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]
 
 
 def _free_port() -> int:

@@ -36,7 +36,7 @@ import numpy as np
 from corral.backends.base import Backend, Batch
 from corral.engine import CompiledGrammar, Matcher, fill_next_token_bitmasks
 from corral.errors import BudgetError, CorralError
-from corral.runtime.budget import check_need, needed_tokens
+from corral.runtime.budget import check_need, fits, needed_tokens  # noqa: F401  (re-exported)
 from corral.runtime.jump import forced_tokens
 from corral.runtime.masks import apply_token_bitmask_, full_bitmask
 from corral.runtime.sampling import SamplingParams, make_generator, sample
@@ -302,7 +302,7 @@ class DecodeEngine:
             self.finish(row, "error", f"internal: sampled token {t} rejected ({m.error})")
             return
         room = self.remaining(row) - 1
-        if needed_tokens(m, self.tools, room) > room:
+        if not fits(m, self.tools, room):
             m.rollback(1)
             self.finish_shortest(row)
             return

@@ -31,7 +31,7 @@ from corral.errors import BudgetError
 from corral.runtime.masks import allow_only, allowed_ids
 from corral.runtime.tokens import TokenTools
 
-__all__ = ["check_need", "guard_best", "needed_tokens", "steer_to_budget"]
+__all__ = ["check_need", "fits", "guard_best", "needed_tokens", "steer_to_budget"]
 
 # Candidates tried, best score first, before falling back to the shortest completion's first token.
 _MAX_TRIES = 32
@@ -45,6 +45,15 @@ def needed_tokens(matcher: Matcher, tools: TokenTools, cap: int) -> int:
     if len(tail) <= cap:
         return len(tail) if len(tail) <= 1 else min(len(tail), len(tools.encode_exact(tail)))
     return len(tools.encode_exact(tail))
+
+
+def fits(matcher: Matcher, tools: TokenTools, room: int) -> bool:
+    """Can the output be finished from the matcher's state in ``room`` tokens? Exactly
+    ``needed_tokens(matcher, tools, room) <= room``, but a tail no longer than ``room`` bytes fits
+    without tokenizing it (every token has at least one byte): the per-token check of a decode
+    loop is then one engine call, and tokenizing happens only near the budget."""
+    tail = matcher.shortest_completion()
+    return len(tail) <= room or len(tools.encode_exact(tail)) <= room
 
 
 def check_need(matcher: Matcher, tools: TokenTools, max_new_tokens: int) -> None:
@@ -64,7 +73,7 @@ def _fits(m: Matcher, tools: TokenTools, eos: set[int], t: int, remaining: int) 
         return m.is_accepting()
     if not m.accept_token(t):
         return False
-    ok = needed_tokens(m, tools, remaining - 1) <= remaining - 1
+    ok = fits(m, tools, remaining - 1)
     m.rollback(1)
     return ok
 
@@ -93,7 +102,10 @@ def steer_to_budget(
     1-D int32 view, already filled) in place to the single highest-scoring allowed token that
     keeps the output completable in time (else the first token of the shortest completion, or
     EOS). Returns whether it narrowed. The matcher is left unchanged."""
-    need = needed_tokens(m, tools, remaining)
+    tail = m.shortest_completion()
+    if remaining > len(tail) + margin:  # the tokens needed are at most its bytes: far from the end
+        return False
+    need = len(tail) if len(tail) <= 1 else min(len(tail), len(tools.encode_exact(tail)))
     if remaining > need + margin:
         return False
     allowed = allowed_ids(mask_row, tools.tokenizer.width)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from corral.engine import Matcher
-from corral.runtime.budget import needed_tokens
+from corral.runtime.budget import fits
 from corral.runtime.tokens import TokenTools, any_allowed
 
 __all__ = ["forced_tokens"]
@@ -61,7 +61,7 @@ def forced_tokens(m: Matcher, tools: TokenTools, scratch: np.ndarray, room: int)
     ids = ids[:cut]
     if not ids:
         return []
-    if len(ids) > room or needed_tokens(m, tools, room - len(ids)) > room - len(ids):
+    if len(ids) > room or not fits(m, tools, room - len(ids)):
         m.rollback(len(ids))
         return []
     return ids
