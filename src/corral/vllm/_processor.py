@@ -39,7 +39,7 @@ from corral.generation.constraint import Constraint
 from corral.generation.logits_processor import steer_to_budget
 from corral.generation.masking import apply_token_bitmask_
 from corral.generation.tokens import TokenTools
-from corral.tokenizer import Tokenizer
+from corral.tokenizer import Tokenizer, declared_eos_ids
 from corral.vllm._spec import Spec, check_spec, compile_spec, from_structured_outputs, request_spec
 
 if TYPE_CHECKING:
@@ -84,10 +84,9 @@ def load_tokenizer(vllm_config: VllmConfig) -> Tokenizer:
     hf = transformers.AutoTokenizer.from_pretrained(
         mc.tokenizer, revision=mc.tokenizer_revision, trust_remote_code=mc.trust_remote_code
     )
-    eos: list[int] = []
-    for source in (getattr(hf, "eos_token_id", None), mc.try_get_generation_config().get("eos_token_id")):
-        ids = source if isinstance(source, (list, tuple)) else [source]
-        eos.extend(int(i) for i in ids if isinstance(i, int) and int(i) not in eos)
+    # vLLM stops on these itself, so they are the EOS ids exactly (policy: corral.tokenizer.eos).
+    gen_eos = mc.try_get_generation_config().get("eos_token_id")
+    eos = declared_eos_ids(getattr(hf, "eos_token_id", None), gen_eos)
     width = max(int(mc.get_vocab_size()), len(hf))
     return Tokenizer.from_hf(hf, width=width, eos_ids=eos or None)
 
