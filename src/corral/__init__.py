@@ -18,17 +18,20 @@ from corral.engine import (
     fill_next_token_bitmasks,
 )
 from corral.errors import (
+    BudgetError,
     CompileError,
     CorralError,
     InternalError,
     LimitExceeded,
+    ModelError,
+    ModelNotFoundError,
+    OutputValidationError,
     SchemaError,
     SlotError,
     TokenizerError,
     UnsupportedSchemaError,
 )
 from corral.generation import (
-    BudgetError,
     GenerationResult,
     SamplingParams,
     TextStream,
@@ -37,7 +40,7 @@ from corral.generation import (
     stream,
 )
 from corral.generation.logits_processor import CorralLogitsProcessor
-from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
+from corral.schema import JsonSchemaGrammar, compile_json_schema
 from corral.tokenizer import Tokenizer
 
 __version__ = "0.1.0"
@@ -62,6 +65,8 @@ __all__ = [
     "JsonSchemaGrammar",
     "LimitExceeded",
     "Matcher",
+    "ModelError",
+    "ModelNotFoundError",
     "OutputValidationError",
     "SchemaError",
     "SlotError",

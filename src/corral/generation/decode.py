@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from corral.engine import CompiledGrammar, Matcher, fill_next_token_bitmasks
-from corral.errors import CorralError
+from corral.errors import BudgetError, CorralError
 from corral.generation.backends.base import Backend, Batch
 from corral.generation.masking import apply_token_bitmask_
 from corral.generation.sampling import SamplingParams, make_generator, sample
@@ -53,10 +53,6 @@ __all__ = [
 
 # on_text(row, delta): called with each new piece of decoded text of a row.
 TextCallback = Callable[[int, str], None]
-
-
-class BudgetError(CorralError):
-    """The shortest output the constraint allows does not fit in ``max_new_tokens``."""
 
 
 @dataclass
