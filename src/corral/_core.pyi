@@ -7,6 +7,11 @@ import numpy
 from numpy.typing import NDArray
 
 
+def error_types() -> list[tuple[str, str, str]]:
+    """
+    Every engine error type as (name, parent name, code), base first; each has a twin of that name, parent and code in corral.errors.
+    """
+
 def default_limits() -> dict:
     """The default compile/match limits as a dict."""
 

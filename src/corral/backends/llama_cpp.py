@@ -40,7 +40,7 @@ import numpy as np
 
 from corral.backends.base import Backend, Batch, default_threads
 from corral.errors import CorralError
-from corral.tokenizer import Tokenizer
+from corral.tokenizer import Tokenizer, declared_eos_ids
 
 __all__ = ["LlamaCppBackend", "render_chat_template"]
 
@@ -136,16 +136,14 @@ class LlamaCppBackend(Backend):
         n_vocab = int(lc.llama_vocab_n_tokens(self._vocab))
         self.n_vocab = n_vocab
 
-        tok = Tokenizer.from_gguf(p, width=n_vocab)
+        # End of generation: the GGUF's EOS and end-of-turn tokens, plus llama.cpp's own EOS /
+        # EOT when the metadata names others, under the one EOS policy (corral.tokenizer.eos).
+        # (llama.cpp also ends generation at a few more tokens, e.g. fill-in-the-middle markers;
+        # those are not EOS here, as in the transformers backend.)
+        declared = declared_eos_ids(*(int(f(self._vocab)) for f in (lc.llama_vocab_eos, lc.llama_vocab_eot)))
+        tok = Tokenizer.from_gguf(p, width=n_vocab, extra_eos_ids=declared)
         if len(tok) > n_vocab:
             raise CorralError(f"tokenizer does not match the model: {len(tok)} tokens but {n_vocab} logits")
-        # End of generation: the GGUF's EOS and end-of-turn tokens (Tokenizer.from_gguf), plus
-        # llama.cpp's own EOS / EOT when the metadata names others. (llama.cpp also ends
-        # generation at a few more tokens, e.g. fill-in-the-middle markers; those are not EOS
-        # here, as in the transformers backend.)
-        declared = {int(f(self._vocab)) for f in (lc.llama_vocab_eos, lc.llama_vocab_eot)}
-        declared = {i for i in declared if 0 <= i < len(tok)}
-        eos = sorted(declared | set(tok.eos_ids))
         # The same vocabulary (same hash: grammars compiled for Tokenizer.from_gguf(path) fit),
         # encoding with llama.cpp's own tokenizer: forced and completion text is split the way
         # the model's tokenizer splits it, SentencePiece GGUFs get an encoder too, and the
@@ -153,7 +151,7 @@ class LlamaCppBackend(Backend):
         self.tokenizer = Tokenizer(
             tok.token_bytes,
             special_ids=tok.special_ids,
-            eos_ids=eos,
+            eos_ids=tok.eos_ids,
             width=n_vocab,
             name=tok.name,
             encoder=_LlamaEncoder(self, tok),

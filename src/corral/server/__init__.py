@@ -1,11 +1,13 @@
 """``corral serve``: an OpenAI-compatible HTTP server with constrained decoding.
 
 Modules: :mod:`~corral.server.app` (endpoints), :mod:`~corral.server.scheduler` (the model
-thread: continuous batching), :mod:`~corral.server.compile_cache` (content-hash LRU, background
-compiles), :mod:`~corral.server.constraints` (request constraint → compiled grammar),
-:mod:`~corral.server.tools` (tool-call grammars), :mod:`~corral.server.protocol` (the OpenAI
-wire format), :mod:`~corral.server.metrics` (Prometheus text), :mod:`~corral.server.errors`,
+thread: continuous batching), :mod:`~corral.server.tools` (a request's ``tools`` checked),
+:mod:`~corral.server.protocol` (the OpenAI wire format → :class:`corral.compile.ConstraintSpec`),
+:mod:`~corral.server.metrics` (Prometheus text), :mod:`~corral.server.errors`,
 :mod:`~corral.server.logs`, :mod:`~corral.server.config`.
+
+Constraints compile through :mod:`corral.compile` (the one compile path and cache the library
+and vLLM use too), in background threads; schema conversion runs in a converter process.
 
 Needs ``pip install 'corral[server]'`` (starlette, uvicorn).
 """

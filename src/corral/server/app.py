@@ -34,7 +34,7 @@ from starlette.types import Receive, Scope, Send
 from corral import __version__
 from corral.backends.base import Backend
 from corral.compile import CompileCache, Constraint, ConstraintSpec, SchemaConverter, compile_constraint_async
-from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError, ToolError
+from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError
 from corral.generation.decode import RowOutput, check_budget
 from corral.grammar.tools import ToolCall
 from corral.server.config import ServerConfig
@@ -52,7 +52,6 @@ from corral.server.protocol import (
     usage,
 )
 from corral.server.scheduler import Job, Scheduler
-from corral.server.tools import tool_api_error
 
 __all__ = ["CorralServer", "load_schema_dir"]
 
@@ -168,9 +167,7 @@ class CorralServer:
 
     @staticmethod
     def _api_error(e: BaseException, spec: ConstraintSpec) -> APIError:
-        """A compile failure as the client sees it (tool errors name the tool's field)."""
-        if isinstance(e, ToolError):
-            return tool_api_error(e)
+        """A compile failure as the client sees it (tool errors name the tool's own field)."""
         return error_from_exception(e, spec.param)
 
     # ---------------------------------------------------------------- small endpoints

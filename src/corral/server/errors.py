@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.errors import CompileError, CorralError, LimitExceeded, SchemaError
+from corral.errors import CorralError, SchemaError, ToolError
 
-__all__ = ["APIError", "error_from_exception"]
+__all__ = ["APIError", "STATUS_BY_CODE", "error_from_exception"]
 
 # OpenAI's error "type" per status.
 _TYPES = {
@@ -70,20 +70,55 @@ class APIError(Exception):
         return {"error": err}
 
 
+#: corral error ``code`` -> (HTTP status, OpenAI-style error ``code``). A corral error is mapped
+#: by the first class in its MRO whose code is listed, so a new subclass gets its parent's
+#: answer until it is given its own row. Whatever the request caused is a 4xx; what the server
+#: caused (its model, its tokenizer, a bug) is a 5xx — an internal error is never a 400.
+STATUS_BY_CODE: dict[str, tuple[int, str]] = {
+    "corral_error": (400, "invalid_request"),
+    "compile_error": (400, "invalid_constraint"),
+    "schema_error": (400, "invalid_schema"),
+    "unsupported_schema": (400, "unsupported_schema"),
+    "limit_exceeded": (400, "constraint_too_complex"),
+    "slot_error": (400, "invalid_slots"),
+    "budget_error": (400, "max_tokens_too_small"),
+    "output_validation_error": (500, "output_validation_error"),
+    "tokenizer_error": (500, "tokenizer_error"),
+    "model_error": (500, "model_error"),
+    "model_not_found": (404, "model_not_found"),
+    "internal_error": (500, "internal_error"),
+    "tool_error": (400, "invalid_tools"),
+}
+
+
+def _row(e: CorralError) -> tuple[int, str]:
+    for cls in type(e).__mro__:
+        code = cls.__dict__.get("code")
+        if isinstance(code, str) and code in STATUS_BY_CODE:
+            return STATUS_BY_CODE[code]
+    return STATUS_BY_CODE["internal_error"]  # pragma: no cover - CorralError itself is listed
+
+
 def error_from_exception(e: BaseException, param: str | None = None) -> APIError:
-    """Map an exception raised while compiling or checking a constraint to an APIError (400 for
-    whatever the request caused; 500 for the rest)."""
+    """Map an exception raised while compiling or checking a constraint to an APIError.
+
+    corral errors get the status and code :data:`STATUS_BY_CODE` gives their ``code`` (schema
+    errors also carry their JSON pointer); a ``ValueError`` / ``TypeError`` is a 400; anything
+    else is a bug, a 500.
+    """
     if isinstance(e, APIError):
         return e
-    if isinstance(e, SchemaError):
-        kind = "unsupported_schema" if type(e).__name__ == "UnsupportedSchemaError" else "invalid_schema"
-        return APIError(400, str(e), kind, param, pointer=e.pointer)
-    if isinstance(e, LimitExceeded):
-        return APIError(400, f"constraint too complex: {e}", "constraint_too_complex", param)
-    if isinstance(e, CompileError):
-        return APIError(400, str(e), "invalid_constraint", param)
     if isinstance(e, CorralError):
-        return APIError(400, str(e), "invalid_request", param)
+        status, code = _row(e)
+        if status >= 500:  # not the request's fault: no param, and the class is named
+            prefix = "internal error: " if code == "internal_error" else ""
+            return APIError(status, f"{prefix}{type(e).__name__}: {e}", code)
+        message = f"constraint too complex: {e}" if code == "constraint_too_complex" else str(e)
+        pointer = e.pointer if isinstance(e, (SchemaError, ToolError)) else None
+        if isinstance(e, ToolError):  # names the tool's own field; its schema's keyword kind
+            param = e.param
+            code = "unsupported_schema" if e.unsupported else code
+        return APIError(status, message, code, param, pointer=pointer)
     if isinstance(e, (ValueError, TypeError)):
         return APIError(400, str(e), "invalid_request", param)
     return APIError(500, f"internal error: {type(e).__name__}: {e}", "internal_error")

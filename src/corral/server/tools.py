@@ -9,16 +9,9 @@ from typing import Any
 
 from corral.errors import ToolError
 from corral.grammar.tools import Tool, tools_from, tools_prompt
-from corral.server.errors import APIError
+from corral.server.errors import APIError, error_from_exception
 
-__all__ = ["Tool", "parse_tool_choice", "parse_tools", "tool_api_error", "tools_prompt"]
-
-
-def tool_api_error(e: ToolError) -> APIError:
-    """A tool definition error as a 400 (``unsupported_schema`` for keywords corral cannot
-    enforce, ``invalid_tools`` otherwise)."""
-    code = "unsupported_schema" if e.unsupported else "invalid_tools"
-    return APIError(400, e.message, code, e.param, e.pointer)
+__all__ = ["Tool", "parse_tool_choice", "parse_tools", "tools_prompt"]
 
 
 def parse_tools(raw: Any) -> list[Tool]:
@@ -30,7 +23,7 @@ def parse_tools(raw: Any) -> list[Tool]:
     try:
         return tools_from(raw, "tools")
     except ToolError as e:
-        raise tool_api_error(e) from None
+        raise error_from_exception(e) from None
 
 
 def parse_tool_choice(raw: Any, tools: list[Tool] | None) -> tuple[str, str | None]:

@@ -36,7 +36,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 from corral.compile import Constraint, compile_constraint_async
 from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
-from corral.tokenizer import Tokenizer
+from corral.tokenizer import Tokenizer, declared_eos_ids
 from corral.vllm._spec import RequestConstraint, check_spec, from_structured_outputs, parse_request
 
 if TYPE_CHECKING:
@@ -81,10 +81,9 @@ def load_tokenizer(vllm_config: VllmConfig) -> Tokenizer:
     hf = transformers.AutoTokenizer.from_pretrained(
         mc.tokenizer, revision=mc.tokenizer_revision, trust_remote_code=mc.trust_remote_code
     )
-    eos: list[int] = []
-    for source in (getattr(hf, "eos_token_id", None), mc.try_get_generation_config().get("eos_token_id")):
-        ids = source if isinstance(source, (list, tuple)) else [source]
-        eos.extend(int(i) for i in ids if isinstance(i, int) and int(i) not in eos)
+    # vLLM stops on these itself, so they are the EOS ids exactly (policy: corral.tokenizer.eos).
+    gen_eos = mc.try_get_generation_config().get("eos_token_id")
+    eos = declared_eos_ids(getattr(hf, "eos_token_id", None), gen_eos)
     width = max(int(mc.get_vocab_size()), len(hf))
     return Tokenizer.from_hf(hf, width=width, eos_ids=eos or None)
 
