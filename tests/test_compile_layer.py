@@ -326,7 +326,7 @@ def test_tools_from_every_form() -> None:
 def test_bad_tools_name_the_field(raw: Any, param: str) -> None:
     with pytest.raises(ToolError) as e:
         tools_from(raw)
-    assert e.value.param == param and e.value.code == "invalid_tools"
+    assert e.value.param == param and e.value.code == "tool_error"
 
 
 def test_a_tool_call_constraint_reads_typed_calls() -> None:
