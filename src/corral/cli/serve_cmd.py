@@ -44,8 +44,35 @@ def add_parser(sub: Any) -> None:
         help="an engine limit for every request's constraint, e.g. --limit max_compile_ms=2000 "
         "(repeatable; see corral.DEFAULT_LIMITS)",
     )
+    p.add_argument(
+        "--schema-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a JSON Schema converter option for every schema, e.g. --schema-option whitespace=flexible "
+        "or --schema-option max_convert_ms=2000 (repeatable; values are JSON, bare words are strings)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
+
+
+def parse_schema_options(items: list[str]) -> dict[str, object]:
+    """``NAME=VALUE`` strings as checked schema-converter options (VALUE as JSON, else a string)."""
+    import json
+
+    from corral.compile import ConstraintSpec
+
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--schema-option takes NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = json.loads(value)
+        except ValueError:
+            out[name.strip()] = value.strip()
+    ConstraintSpec.json_schema({}, out)  # unknown names and bad values are refused now
+    return out
 
 
 def parse_limits(items: list[str]) -> dict[str, int]:
@@ -75,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
     limits = parse_limits(args.limit)
+    schema_options = parse_schema_options(args.schema_option)
     configure_logging(args.log_level)
     backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
     name = args.model_name or (DEFAULT_NAME if args.model is None else Path(args.model).stem)
@@ -91,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         compile_workers=args.compile_workers,
         schema_dir=args.schema_dir,
         limits=limits,
+        schema_options=schema_options,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

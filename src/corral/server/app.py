@@ -152,7 +152,7 @@ class CorralServer:
     def precompile(self, path: Path) -> None:
         """Compile every schema of a ``--schema-dir`` into the cache and register it by name."""
         for name, (schema, strict) in load_schema_dir(path).items():
-            spec = schema_spec(schema, strict, f"schema-dir:{name}").with_limits(self.config.limits)
+            spec = self._configured(schema_spec(schema, strict, f"schema-dir:{name}"))
             t0 = time.perf_counter()
             try:
                 compile_constraint_async(spec, self.tokenizer, cache=self.cache, converter=self.converter)[
@@ -164,6 +164,15 @@ class CorralServer:
                 ) from None
             self.registry[name] = spec
             log_event("precompiled", schema=name, seconds=round(time.perf_counter() - t0, 4))
+
+    def _configured(self, spec: ConstraintSpec) -> ConstraintSpec:
+        """The spec with the operator's limits and schema options (``--limit``,
+        ``--schema-option``)."""
+        spec = spec.with_limits(self.config.limits)
+        opts = {k: v for k, v in self.config.schema_options.items() if k != "strict"}
+        if opts and spec.kind in ("json_schema", "json", "json_object", "tools"):
+            spec = spec.with_options(**opts)
+        return spec
 
     @staticmethod
     def _api_error(e: BaseException, spec: ConstraintSpec) -> APIError:
@@ -325,7 +334,7 @@ class CorralServer:
         if spec is None:
             return None, False, 0.0
         t0 = time.perf_counter()
-        spec = spec.with_limits(self.config.limits)
+        spec = self._configured(spec)
         try:
             fut, hit = compile_constraint_async(
                 spec, self.tokenizer, cache=self.cache, converter=self.converter

@@ -41,6 +41,10 @@ class ServerConfig:
     limits : dict
         Engine limits applied to every request's constraint (``corral.DEFAULT_LIMITS`` names;
         ``--limit NAME=VALUE``). Set by the operator, never by a request.
+    schema_options : dict
+        JSON Schema converter options for every schema (``--schema-option NAME=VALUE``: layout,
+        budgets, ``max_convert_ms``), over corral's generation defaults; a request's ``strict``
+        still applies.
     """
 
     model_name: str = "model"
@@ -55,3 +59,4 @@ class ServerConfig:
     compile_workers: int = 1
     schema_dir: Path | None = None
     limits: dict[str, int] = field(default_factory=dict)
+    schema_options: dict[str, object] = field(default_factory=dict)
