@@ -23,8 +23,8 @@ from corral.backends.base import Backend, Prompt
 from corral.backends.loading import load_model
 from corral.compile import Constraint, compile_constraint, spec_from_args
 from corral.engine import CompiledGrammar
-from corral.errors import BudgetError, CorralError
-from corral.generation.decode import RowOutput, TextCallback, decode
+from corral.errors import BudgetError
+from corral.generation.decode import RowOutput, TextCallback, check_context, decode
 from corral.generation.scoring import answer_ids, score_continuations
 from corral.grammar.tools import tools_prompt
 from corral.runtime.sampling import SamplingParams
@@ -214,12 +214,7 @@ def generate(
     t_compile = time.perf_counter() - t0
     ids = [backend.render(p, chat=chat) for p in prompts]
     for i, p in enumerate(ids):
-        if len(p) + max_new_tokens > backend.context_length:
-            where = "" if single else f"prompt {i}: "
-            raise CorralError(
-                f"{where}{len(p)} prompt tokens + max_new_tokens={max_new_tokens} exceed the "
-                f"model's context of {backend.context_length} tokens"
-            )
+        check_context(backend, len(p), max_new_tokens, "" if single else f"prompt {i}: ")
     if constraint is not None and constraint.kind == "choices" and params.greedy:
         return _best_choices(
             backend, prompts, chat, constraint, max_new_tokens, on_text, single, t0, t_compile

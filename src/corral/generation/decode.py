@@ -46,6 +46,7 @@ __all__ = [
     "BudgetError",
     "DecodeEngine",
     "check_budget",
+    "check_context",
     "DecodeStats",
     "Row",
     "RowOutput",
@@ -103,6 +104,16 @@ class DecodeStats:
     total_s: float = 0.0
     steps: int = 0
     forward_passes: int = 0  # forward calls (one per cohort per step)
+
+
+def check_context(backend: Backend, prompt_tokens: int, max_new_tokens: int, where: str = "") -> None:
+    """Raise :class:`corral.CorralError` when the prompt plus the output budget exceed the model's
+    context (``where`` prefixes the message, e.g. ``"prompt 3: "``)."""
+    if prompt_tokens + max_new_tokens > backend.context_length:
+        raise CorralError(
+            f"{where}{prompt_tokens} prompt tokens + max_new_tokens={max_new_tokens} exceed the "
+            f"model's context of {backend.context_length} tokens"
+        )
 
 
 def check_budget(backend: Backend, grammar: CompiledGrammar, max_new_tokens: int) -> None:
@@ -184,11 +195,7 @@ class DecodeEngine:
             raise ValueError("the prompt is empty (no tokens)")
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if len(prompt) + max_new_tokens > self.backend.context_length:
-            raise CorralError(
-                f"{len(prompt)} prompt tokens + max_new_tokens={max_new_tokens} exceed the "
-                f"model's context of {self.backend.context_length} tokens"
-            )
+        check_context(self.backend, len(prompt), max_new_tokens)
         params = params or SamplingParams()
         matcher = grammar.matcher() if grammar is not None else None
         if matcher is not None:
