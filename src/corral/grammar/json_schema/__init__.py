@@ -39,7 +39,8 @@ Invariants:
   ``minContains``/``maxContains`` (containers.ArrayItems: an upper bound needs the complement
   of ``contains``, see composition._complement), and ``if``/``then``/``else`` when "not if" is
   expressible (anyOf of the two cases, see composition._not_if).
-* Every budget is a :class:`SchemaOptions` field with its default and cost documented.
+* Every budget is a :class:`SchemaOptions` field with its default and cost documented; the
+  conversion as a whole is bounded by ``max_convert_ms`` (``LimitExceeded`` naming the pointer).
 
 Modules, in the order a subschema meets them:
 

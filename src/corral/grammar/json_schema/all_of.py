@@ -38,6 +38,7 @@ class AllOfMixin(ConverterCore):
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for i, part in enumerate(parts):
             p = _ptr(pointer, "allOf", i)
+            self.check_time(p)
             if part is True:
                 continue
             if part is False:

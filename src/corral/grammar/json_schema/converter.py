@@ -54,6 +54,9 @@ def schema_to_grammar(
     corral.UnsupportedSchemaError
         A construct corral cannot honour (remote ``$ref``; a ``pattern`` using lookaround or
         backreferences; any post-decoding keyword in strict mode).
+    corral.LimitExceeded
+        The conversion ran past ``options.max_convert_ms`` (``limit == "max_convert_ms"``; the
+        message names the JSON pointer it had reached).
 
     `check_regex`, when given, is called with each pattern regex and raises CompileError for
     one the engine cannot compile, so the error can name the schema keyword.

@@ -9,7 +9,7 @@ object_keys) add the methods listed under ``TYPE_CHECKING`` below as mixins; con
 composes them into one class. This module holds what every area uses: rule naming
 (``new_rule``), the container layout (``layout``), notes and the report (``note``,
 ``cannot_enforce``), undo (``snapshot``/``restore``), the depth-tracking recursion
-(``child_rule``, ``exact_child``).
+(``child_rule``, ``exact_child``) and the conversion time limit (``check_time``).
 
 Invariants:
 * ``value_rule`` memoises by pointer (and, for expanded ``allOf``-with-``$ref`` schemas, by
@@ -20,16 +20,19 @@ Invariants:
 * ``snapshot``/``restore`` cover every piece of mutable state an attempt can change except
   counters that only make rule names unique (``counter``) and memo tables that stay true
   (``products``).
+* Every subschema whose body is built passes ``check_time``: conversion stops within one
+  subschema's work of ``max_convert_ms``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corral.errors import SchemaError, UnsupportedSchemaError
+from corral.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
 from corral.grammar import numbers
 from corral.grammar.json_schema.keywords import _ANNOTATIONS, _POST_CHECKED, _TYPES, _UNMERGED, SLOT_KEYWORD
 from corral.grammar.json_schema.options import ReportEntry, SchemaOptions, SchemaReport
@@ -109,6 +112,9 @@ class ConverterCore:
         # Product automata written so far (expression -> DFA states) and their total.
         self.products: dict[str, int] = {}
         self.product_total = 0
+        # Conversion time limit (SchemaOptions.max_convert_ms): set when convert() starts.
+        self.started = time.perf_counter()
+        self.deadline: float | None = None
         schema_uri = root.get("$schema") if isinstance(root, dict) else None
         # Before draft 2019-09, minContains/maxContains and dependentRequired/dependentSchemas
         # were not keywords (and `dependencies` was).
@@ -194,8 +200,28 @@ class ConverterCore:
             raise UnsupportedSchemaError(f"'{keyword}' cannot be enforced by the grammar: {detail}", pointer)
         self.note(pointer, keyword, "checked after decoding", detail)
 
+    def check_time(self, pointer: str) -> None:
+        """Raise LimitExceeded("max_convert_ms", ...) once the conversion has run past
+        ``max_convert_ms``; `pointer` is where it is (named in the message)."""
+        if self.deadline is None:
+            return
+        now = time.perf_counter()
+        if now > self.deadline:
+            limit = self.opt.max_convert_ms or 0
+            elapsed = int((now - self.started) * 1000)
+            raise LimitExceeded(
+                "max_convert_ms",
+                elapsed,
+                limit,
+                f"converting the schema to a grammar took more than max_convert_ms={limit} ms "
+                f"({elapsed} ms); it was at {pointer}",
+            )
+
     # -- entry ---------------------------------------------------------------------------------
     def convert(self) -> str:
+        self.started = time.perf_counter()
+        if self.opt.max_convert_ms is not None:
+            self.deadline = self.started + self.opt.max_convert_ms / 1000
         ws = "" if self.opt.whitespace == "compact" else f"[ \\t\\n\\r]{{0,{self.opt.max_whitespace}}}"
         root = self.value_rule(self.root, "#")
         # No whitespace around the top-level value: it would only cost tokens (small models pad
@@ -251,6 +277,7 @@ class ConverterCore:
         return name
 
     def value_body(self, schema: Any, pointer: str) -> str:
+        self.check_time(pointer)
         if schema is True or schema == {}:
             return self.any_value()
         if schema is False:

@@ -8,7 +8,8 @@ Out: :class:`SchemaOptions` (frozen, validated on construction) and :class:`Sche
 Invariants: an options object that exists is valid (``__post_init__`` raises ``ValueError``
 naming the field otherwise); every budget has a default that reproduces the converter's
 historical behaviour, and raising or lowering one only moves keywords between "enforced" and
-"checked after decoding" — it never changes what an enforced keyword means.
+"checked after decoding" (or, for ``max_convert_ms``, makes conversion fail with
+``LimitExceeded``) — it never changes what an enforced keyword means.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class SchemaOptions:
     Budgets
     -------
     Past a budget the keyword that needed it is checked after decoding instead (and reported;
-    with ``strict=True`` it is an error).
+    with ``strict=True`` it is an error), except ``max_convert_ms``, which stops the conversion.
 
     max_product_states : int
         Most DFA states one string product automaton may have (``pattern`` & ``format`` &
@@ -108,6 +109,12 @@ class SchemaOptions:
         (default 32). Each depth needs its own copy of every rule below it (the indentation is
         part of the rule), so grammar size grows with depth; deeper containers are laid out
         flexibly.
+    max_convert_ms : int or None
+        Wall-clock limit for converting one schema to grammar text, in milliseconds (default
+        5,000; ``None``: no limit). Checked at every subschema the conversion visits, so a
+        schema whose conversion multiplies (nested ``$ref``/``anyOf`` paths) fails quickly with
+        ``corral.LimitExceeded("max_convert_ms", elapsed_ms, limit, message)``, the message
+        naming the JSON pointer the conversion had reached.
     """
 
     whitespace: Whitespace = "flexible"
@@ -123,6 +130,7 @@ class SchemaOptions:
     max_named_keys: int = 16
     max_machine_states: int = 5000
     pretty_max_depth: int = 32
+    max_convert_ms: int | None = 5000
 
     def __post_init__(self) -> None:
         if self.whitespace not in ("flexible", "compact", "pretty"):
@@ -141,11 +149,14 @@ class SchemaOptions:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
             if high is not None and value > high:
                 raise ValueError(f"{name} must be at most {high}, got {value!r}")
+        ms = self.max_convert_ms
+        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, int) or ms < 1):
+            raise ValueError(f"max_convert_ms must be a positive integer (milliseconds) or None, got {ms!r}")
 
     @classmethod
     def budget_names(cls) -> tuple[str, ...]:
         """The names of the budget fields (the frontend limits), in declaration order."""
-        return tuple(f.name for f in fields(cls) if f.name in _BUDGET_RANGES)
+        return tuple(f.name for f in fields(cls) if f.name in _BUDGET_RANGES or f.name == "max_convert_ms")
 
 
 @dataclass(frozen=True)
