@@ -18,8 +18,9 @@ Invariants:
 * ``post_marks`` counts keywords not enforced exactly; a rule whose build raised it is inexact,
   and so is every rule that uses it (``exact_child`` reports that).
 * ``snapshot``/``restore`` cover every piece of mutable state an attempt can change except
-  counters that only make rule names unique (``counter``) and memo tables that stay true
-  (``products``).
+  the counter that only makes rule names unique (``counter``) and the product memo
+  (``products``, ``product_total``): the products of an undone attempt still count toward
+  ``max_product_states_total``, which only errs on the side of fewer states.
 * Every subschema whose body is built passes ``check_time``: conversion stops within one
   subschema's work of ``max_convert_ms``.
 """
