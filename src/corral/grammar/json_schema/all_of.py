@@ -1,0 +1,288 @@
+"""``allOf``: merging the parts of a conjunction into one schema, keyword by keyword.
+
+In:  a schema with ``allOf`` (parts may be ``$ref``s, booleans or schemas with their own
+     ``allOf``).
+Out: one equivalent schema without ``allOf`` at the top, in which bounds are intersected
+     (max of minimums, min of maximums, union of ``required``, intersection of ``type`` and
+     ``enum``), ``properties``/``items`` merged pointwise, and alternations (``anyOf``/``oneOf``)
+     kept or distributed; keywords that cannot be intersected exactly are listed under the
+     internal keyword ``_UNMERGED`` (the grammar enforces one value and the report marks the
+     keyword as checked after decoding), and ``UnsupportedSchemaError`` is raised for the rest.
+
+Invariants: the merge never widens the schema; where it cannot be exact it says so
+(``_UNMERGED``) rather than drop a keyword. The scope of ``additionalProperties`` (names its
+own schema object does not declare) and of ``items`` (positions after its own
+``prefixItems``) is kept across the merge. An empty intersection raises ``_NoValue``.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from corral.errors import SchemaError, UnsupportedSchemaError
+from corral.grammar.json_schema.core import ConverterCore
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _KNOWN, _UNMERGED
+from corral.grammar.json_schema.patterns import _safe_search
+from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr
+
+
+class AllOfMixin(ConverterCore):
+    def merge_all_of(self, schema: dict[str, Any], pointer: str) -> dict[str, Any]:
+        if "allOf" not in schema:
+            return schema
+        parts = schema["allOf"]
+        if not isinstance(parts, list) or not parts:
+            raise SchemaError("allOf must be a non-empty array", _ptr(pointer, "allOf"))
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        for i, part in enumerate(parts):
+            p = _ptr(pointer, "allOf", i)
+            self.check_time(p)
+            if part is True:
+                continue
+            if part is False:
+                raise _NoValue("allOf contains false: no value is allowed", p)
+            if not isinstance(part, dict):
+                raise SchemaError("allOf entries must be schemas", p)
+            while "$ref" in part:
+                target, _ = self.resolve_ref(part["$ref"], _ptr(p, "$ref"))
+                extra = {k: v for k, v in part.items() if k != "$ref"}
+                if target is True:
+                    part = extra
+                    break
+                if not isinstance(target, dict):
+                    raise SchemaError("allOf: $ref to a false schema", p)
+                if "$ref" in target and target.get("$ref") == part["$ref"]:
+                    raise UnsupportedSchemaError("allOf with a self-referencing $ref", p)
+                part = {**extra, "allOf": [target]} if extra else target
+                part = self.merge_all_of(part, p)
+            part = self.merge_all_of(part, p)
+            merged = _merge(merged, part, p)
+        return merged
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]:
+    """Intersect two schemas keyword by keyword (for allOf). Keywords that cannot be merged
+    exactly stay as an allOf pair the post-decoding check verifies."""
+    out = dict(a)
+    b = dict(b)
+    _merge_groups(out, b)
+    # `additionalProperties` applies to the names its own schema object does not declare (in
+    # `properties` or by a `patternProperties` pattern), and `items` to the positions after its
+    # own `prefixItems`: merging two objects must keep that.
+    object_keys = {"properties", "additionalProperties", "patternProperties"}
+    if (object_keys & a.keys()) and (object_keys & b.keys()):
+        _merge_objects(out, a, b)
+        for key in object_keys:
+            b.pop(key, None)
+    if (
+        ({"prefixItems", "items"} & a.keys())
+        and ({"prefixItems", "items"} & b.keys())
+        and ("prefixItems" in a or "prefixItems" in b)
+    ):
+        xa, xb = a.get("prefixItems", []), b.get("prefixItems", [])
+        ia, ib = a.get("items", True), b.get("items", True)
+        n = max(len(xa), len(xb))
+        out["prefixItems"] = [
+            _all_of(xa[i] if i < len(xa) else ia, xb[i] if i < len(xb) else ib) for i in range(n)
+        ]
+        if "items" in a or "items" in b:
+            out["items"] = _all_of(ia, ib)
+        b.pop("prefixItems", None)
+        b.pop("items", None)
+    for key, vb in b.items():
+        if key not in out:
+            out[key] = vb
+            continue
+        va = out[key]
+        if key in _ANNOTATIONS or _json_equal(va, vb):
+            continue
+        if key in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"):
+            out[key] = max(va, vb)
+        elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"):
+            out[key] = min(va, vb)
+        elif key == "required":
+            out[key] = list(dict.fromkeys([*va, *vb]))
+        elif key == "type":
+            ta = {va} if isinstance(va, str) else set(va)
+            tb = {vb} if isinstance(vb, str) else set(vb)
+            both = (ta & tb) | (
+                {"integer"}
+                if ("integer" in ta and "number" in tb) or ("number" in ta and "integer" in tb)
+                else set()
+            )
+            if not both:
+                raise _NoValue(f"allOf: types {sorted(ta)} and {sorted(tb)} have nothing in common", pointer)
+            out[key] = sorted(both)
+        elif key == "properties":
+            merged = dict(va)
+            for name, s in vb.items():
+                merged[name] = {"allOf": [merged[name], s]} if name in merged else s
+            out[key] = merged
+        elif key == "enum":
+            keep = [x for x in va if any(_json_equal(x, y) for y in vb)]
+            if not keep:
+                raise _NoValue("allOf: the enums have no value in common", pointer)
+            out[key] = keep
+        elif key in ("items", "additionalProperties", "contains", "propertyNames"):
+            out[key] = {"allOf": [va, vb]}
+        elif key in ("anyOf", "oneOf"):
+            out.setdefault("allOf", [])
+            out["allOf"] = [*out.get("allOf", []), {key: vb}]
+        elif key not in _KNOWN:
+            continue  # an unknown keyword is an annotation: it constrains nothing
+        else:
+            raise UnsupportedSchemaError(
+                f"allOf: cannot merge two different {key!r} values", _ptr(pointer, key)
+            )
+    if "allOf" in out and out["allOf"]:
+        pending = out.pop("allOf")
+        for p in pending:
+            out = (
+                _merge(out, p, pointer)
+                if not ("anyOf" in p or "oneOf" in p)
+                else {**out, **_wrap_branch(out, p)}
+            )
+    return out
+
+
+def _merge_objects(out: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> None:
+    """`properties`/`patternProperties`/`additionalProperties` of ``allOf: [a, b]`` as one
+    schema (into `out`). A name declared on one side gets that side's schema there, and on the
+    other side the other's declared schema, else its patterns' (applied by the merged
+    patternProperties), else its additionalProperties. Patterns of one side get the other
+    side's additionalProperties folded in when that side has no patterns and declares no name
+    they match; otherwise (both sides have patterns and one has a restrictive
+    additionalProperties) the second side's patterns are checked after decoding."""
+    pa, pb = a.get("properties", {}), b.get("properties", {})
+    aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
+    xa, xb = a.get("patternProperties", {}), b.get("patternProperties", {})
+    if not all(isinstance(x, dict) for x in (pa, pb, xa, xb)):
+        raise SchemaError("properties and patternProperties must be objects", "#")
+
+    def own(props: dict[str, Any], pats: dict[str, Any], addl: Any, name: str) -> Any:
+        if name in props:
+            return props[name]
+        return True if any(_safe_search(p, name) for p in pats) else addl
+
+    names = [*pa, *[n for n in pb if n not in pa]]
+    if names:
+        out["properties"] = {n: _all_of(own(pa, xa, aa, n), own(pb, xb, ab, n)) for n in names}
+
+    def foldable(pats: dict[str, Any], other_props: dict[str, Any], other_addl: Any) -> bool:
+        return _trivial(other_addl) or not any(_safe_search(p, n) for p in pats for n in other_props)
+
+    pats: dict[str, Any] = {}
+    if xa and xb and not (_trivial(aa) and _trivial(ab)):
+        pats = dict(xa)
+        out[_UNMERGED] = [*out.get(_UNMERGED, []), "patternProperties"]
+    elif (xa and not foldable(xa, pb, ab)) or (xb and not foldable(xb, pa, aa)):
+        pats = dict(xa)
+        if xb:
+            out[_UNMERGED] = [*out.get(_UNMERGED, []), "patternProperties"]
+    else:
+        pats = {p: _all_of(s, ab) if not xb else s for p, s in xa.items()}
+        for p, s in xb.items():
+            s = _all_of(s, aa) if not xa else s
+            pats[p] = _all_of(pats[p], s) if p in pats else s
+    if pats:
+        out["patternProperties"] = pats
+    else:
+        out.pop("patternProperties", None)
+    if "additionalProperties" in a or "additionalProperties" in b:
+        out["additionalProperties"] = _all_of(aa, ab)
+
+
+def _trivial(schema: Any) -> bool:
+    return schema is True or schema == {}
+
+
+def _merge_groups(out: dict[str, Any], b: dict[str, Any]) -> None:
+    """The keywords _merge cannot intersect key by key: `contains` with its counts (two different
+    contains need two different matching items), `multipleOf` (the least common multiple), and
+    the dependency maps (per key). What cannot be merged moves from `b` to the _UNMERGED list of
+    `out`: the grammar enforces `out`'s value and reports the other as checked after decoding."""
+    unmerged: list[str] = list(out.get(_UNMERGED, [])) + list(b.pop(_UNMERGED, []))
+    for side in (out, b):
+        if "contains" not in side:  # minContains/maxContains alone constrain nothing
+            side.pop("minContains", None)
+            side.pop("maxContains", None)
+    if "contains" in out and "contains" in b:
+        if _json_equal(out["contains"], b["contains"]):
+            if "minContains" in out or "minContains" in b:
+                out["minContains"] = max(out.get("minContains", 1), b.get("minContains", 1))
+            highs = [x for x in (out.get("maxContains"), b.get("maxContains")) if x is not None]
+            if highs:
+                out["maxContains"] = min(highs)
+        else:
+            unmerged.append("contains")
+        for key in ("contains", "minContains", "maxContains"):
+            b.pop(key, None)
+    for side in (out, b):
+        if "if" not in side:  # then/else alone constrain nothing
+            side.pop("then", None)
+            side.pop("else", None)
+    if "if" in out and "if" in b:
+        if not all(_json_equal(out.get(k), b.get(k)) for k in ("if", "then", "else")):
+            unmerged.append("if")
+        for key in ("if", "then", "else"):
+            b.pop(key, None)
+    if "multipleOf" in out and "multipleOf" in b:
+        x, y = out["multipleOf"], b.pop("multipleOf")
+        if (
+            isinstance(x, int)
+            and isinstance(y, int)
+            and not isinstance(x, bool)
+            and not isinstance(y, bool)
+            and x > 0
+            and y > 0
+        ):
+            out["multipleOf"] = x * y // math.gcd(x, y)
+        elif not _json_equal(x, y):
+            try:
+                dx, dy = Decimal(str(x)), Decimal(str(y))
+                if dx % dy == 0:
+                    pass
+                elif dy % dx == 0:
+                    out["multipleOf"] = y
+                else:
+                    unmerged.append("multipleOf")
+            except ArithmeticError:
+                unmerged.append("multipleOf")
+    if isinstance(out.get("dependentRequired"), dict) and isinstance(b.get("dependentRequired"), dict):
+        merged = {k: list(v) for k, v in out["dependentRequired"].items()}
+        for key, names in b.pop("dependentRequired").items():
+            merged[key] = list(dict.fromkeys([*merged.get(key, []), *names]))
+        out["dependentRequired"] = merged
+    for kw in ("dependentSchemas", "dependencies"):
+        if isinstance(out.get(kw), dict) and isinstance(b.get(kw), dict):
+            both = dict(out[kw])
+            for key, v in b.pop(kw).items():
+                if key not in both:
+                    both[key] = v
+                elif isinstance(both[key], list) and isinstance(v, list):
+                    both[key] = list(dict.fromkeys([*both[key], *v]))
+                else:
+                    as_schema = [{"required": x} if isinstance(x, list) else x for x in (both[key], v)]
+                    both[key] = _all_of(*as_schema)
+            out[kw] = both
+    if unmerged:
+        out[_UNMERGED] = unmerged
+
+
+def _all_of(x: Any, y: Any) -> Any:
+    """The conjunction of two schemas, dropping `true`."""
+    if x is True or x == {}:
+        return y
+    if y is True or y == {}:
+        return x
+    return {"allOf": [x, y]}
+
+
+def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]:
+    key = "anyOf" if "anyOf" in branch else "oneOf"
+    if key in base:
+        # Two alternations: distribute (anyOf of the pairwise merges).
+        return {"anyOf": [{"allOf": [x, y]} for x in base[key] for y in branch[key]]}
+    return {key: branch[key]}

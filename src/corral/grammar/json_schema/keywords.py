@@ -1,0 +1,118 @@
+"""The JSON Schema vocabulary the converter reads: keyword tables and internal marker keywords.
+
+In:  nothing (constants only).
+Out: which keywords constrain which type, which are annotations, which the grammar never
+     enforces (checked after decoding), the slot keyword, and the two keywords the converter
+     writes into intermediate schemas (never present in user input: they start with
+     ``$corral:``).
+
+Invariants: every keyword with validation meaning is in ``_KNOWN``; anything else is an
+annotation and constrains nothing. The tables are frozen; no module mutates them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A string schema whose allowed values are supplied per request: ``{"type": "string",
+# "x-corral-slot": "cost_center"}`` becomes the grammar slot ``${cost_center:json}`` (a JSON
+# string, values spelled canonically), bound with ``JsonSchemaGrammar.bind``. It constrains
+# strings only, like ``pattern``; with it a string allows no other string keyword.
+SLOT_KEYWORD = "x-corral-slot"
+_SLOT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+# Keywords that never constrain a value.
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$comment",
+        "$anchor",
+        "$vocabulary",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$defs",
+        "definitions",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+    }
+)
+_TYPES = ("null", "boolean", "object", "array", "string", "number")
+_NUMBER_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_STRING_KEYS = ("minLength", "maxLength", "pattern", "format")
+_ARRAY_KEYS = (
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "additionalItems",
+    "unevaluatedItems",
+)
+_OBJECT_KEYS = (
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "dependencies",
+)
+# Every keyword with validation meaning (anything else is an annotation).
+_KNOWN = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$dynamicRef",
+        "$recursiveRef",
+        *_NUMBER_KEYS,
+        *_STRING_KEYS,
+        *_ARRAY_KEYS,
+        *_OBJECT_KEYS,
+    }
+)
+# Keywords the grammar cannot (yet) express: kept for the post-decoding check. (multipleOf,
+# contains/minContains/maxContains, minProperties/maxProperties, dependentRequired,
+# dependentSchemas, dependencies, patternProperties and propertyNames are enforced where
+# expressible and reported by the type that uses them; if/then/else is enforced for
+# discriminator conditions.)
+_POST_CHECKED = frozenset(
+    {
+        "uniqueItems",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+
+
+# Keywords of an allOf part that could not be merged (see _merge_groups): checked after decoding.
+_UNMERGED = "$corral:unmerged"
+# Internal keyword: numbers in plain decimal notation only. Set on the intervals _complement
+# makes: an exponent spelling near a zero bound (1e-400) would parse to 0.0 in a validator.
+_PLAIN_NUMBERS = "$corral:plain-numbers"

@@ -1,0 +1,113 @@
+"""``enum`` and ``const``: a finite set of JSON values as grammar alternatives.
+
+In:  a schema with ``enum`` and/or ``const`` (and possibly sibling keywords).
+Out: one alternative per kept value, each accepting every JSON spelling of that value (up to
+     whitespace, number spelling and string escapes, per the options): ``1`` also matches
+     ``1.0`` and ``1e0``; under an integer-only ``type``, integers get their canonical spelling.
+
+Invariants: a value is kept only if the whole schema accepts it — sibling keywords filter the
+list with a draft 2020-12 validator (``_quick_check``), which checks the formats the grammar
+enforces with the grammar's own regexes. Object members are written in the listed order
+(noted in the report). Non-finite numbers are a ``SchemaError``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from corral.errors import SchemaError
+from corral.grammar import formats, numbers
+from corral.grammar.json_schema.core import ConverterCore
+from corral.grammar.json_schema.keywords import _ANNOTATIONS
+from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr, _regex_terminal
+
+
+class LiteralsMixin(ConverterCore):
+    def enum_body(self, schema: dict[str, Any], pointer: str) -> str:
+        if "const" in schema:
+            values = [schema["const"]]
+            where = _ptr(pointer, "const")
+        else:
+            values = schema["enum"]
+            where = _ptr(pointer, "enum")
+            if not isinstance(values, list) or not values:
+                raise SchemaError("enum must be a non-empty array", where)
+        if "enum" in schema and "const" in schema:
+            values = [v for v in values if any(_json_equal(v, e) for e in schema["enum"])]
+        # Keep the values the rest of the schema allows (type and simple bounds), report others.
+        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in _ANNOTATIONS}
+        kept = [v for v in values if _quick_check(rest, v)] if rest else values
+        if not kept:
+            raise _NoValue("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
+        if rest:
+            self.note(where, "enum", "enforced", "values filtered by the sibling keywords")
+        types = self.types_of(schema, pointer) if "type" in schema else []
+        integer_only = "integer" in types and "number" not in types
+        return " | ".join(self.literal_value(v, where, integer_only) for v in kept)
+
+    def literal_value(self, v: Any, pointer: str, integer_only: bool = False) -> str:
+        """Every JSON spelling of one value (up to whitespace, number spelling and escapes)."""
+        if v is None:
+            return '"null"'
+        if v is True:
+            return '"true"'
+        if v is False:
+            return '"false"'
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SchemaError("enum/const number is not finite", pointer)
+            d = Decimal(str(v))
+            # Under an integer type only the canonical integer spelling is generated (older
+            # drafts do not count 2.0 as an integer).
+            as_integer = integer_only and d == d.to_integral_value()
+            return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
+        if isinstance(v, str):
+            return self.jstr(re.escape(v))
+        ws = self.ws
+        if isinstance(v, list):
+            if not v:
+                return f'"[" {ws} "]"'
+            items = f' {ws} "," {ws} '.join(self.literal_value(x, pointer) for x in v)
+            return f'"[" {ws} {items} {ws} "]"'
+        if isinstance(v, dict):
+            if not v:
+                return f'"{{" {ws} "}}"'
+            # Members in the given order (object key order is free in JSON; other orders are
+            # accepted after decoding only if generated — noted in the report).
+            self.note(pointer, "enum", "enforced", "object members in the listed order")
+            members = f' {ws} "," {ws} '.join(
+                f'{self.jstr(re.escape(k))} {ws} ":" {ws} {self.literal_value(x, pointer)}'
+                for k, x in v.items()
+            )
+            return f'"{{" {ws} {members} {ws} "}}"'
+        raise SchemaError(f"unsupported enum/const value {v!r}", pointer)
+
+
+def _quick_check(schema: dict[str, Any], value: Any) -> bool:
+    """Does `value` satisfy `schema`? (Used to filter enum values; jsonschema does the work.)
+    Formats the grammar enforces are checked with the grammar's regexes (the post-decoding
+    validation skips them), also inside the value (``propertyNames``, ``items``, ...)."""
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator(schema, format_checker=_format_checker()).validate(value)
+    except jsonschema.ValidationError:
+        return False
+    except jsonschema.exceptions.RefResolutionError:
+        return True
+    return True
+
+
+@lru_cache(maxsize=1)
+def _format_checker() -> Any:
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+    for name, rx in formats.FORMAT_REGEXES.items():
+        compiled = re.compile(rx)
+        checker.checks(name)(lambda v, c=compiled: not isinstance(v, str) or c.fullmatch(v) is not None)
+    return checker

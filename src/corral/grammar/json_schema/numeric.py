@@ -1,0 +1,153 @@
+"""Numbers: ``minimum``/``maximum`` (inclusive and exclusive) and ``multipleOf``.
+
+In:  a schema's numeric keywords, for ``type`` number or integer.
+Out: a ``/regex/`` terminal for the numbers within the bounds (corral.grammar.numbers), or,
+     with ``multipleOf``, automaton rules for the multiples within the bounds
+     (corral.grammar.multiples), capped at ``SchemaOptions.max_machine_states``.
+
+Invariants: bounds are exact decimals for integers; fractions and exponents are bounded by what
+a validator's float comparison sees (``numbers.float_safe_bound``), so ``1e-400`` is never
+generated under ``exclusiveMinimum: 0``. An integer ``multipleOf`` is enforced exactly (integer
+spellings only); a decimal one is generated exactly but also checked after decoding, because
+validators divide in floating point. Bounds that allow nothing raise ``_NoValue``.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from corral.errors import SchemaError, UnsupportedSchemaError
+from corral.grammar import multiples, numbers
+from corral.grammar.json_schema.core import ConverterCore
+from corral.grammar.json_schema.keywords import _PLAIN_NUMBERS
+from corral.grammar.json_schema.util import _NoValue, _ptr, _regex_terminal
+
+
+class NumbersMixin(ConverterCore):
+    def number_body(self, schema: dict[str, Any], pointer: str, integer: bool) -> str:
+        lo: Decimal | None = None
+        hi: Decimal | None = None
+        lo_x = hi_x = False
+        # Bounds for spellings a validator parses as floats (see numbers.float_safe_bound):
+        # inclusive, so an exclusive bound at 0 no longer allows exponents (1e-400 is 0.0).
+        f_lo: Decimal | None = None
+        f_hi: Decimal | None = None
+        for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+            if key not in schema:
+                continue
+            v = schema[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                if key.startswith("exclusive") and isinstance(v, bool):
+                    raise UnsupportedSchemaError(
+                        f"draft-04 boolean {key} is not supported", _ptr(pointer, key)
+                    )
+                raise SchemaError(f"{key} must be a number", _ptr(pointer, key))
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SchemaError(f"{key} must be finite", _ptr(pointer, key))
+            d = Decimal(str(v))
+            is_lower = key in ("minimum", "exclusiveMinimum")
+            f = numbers.float_safe_bound(v, is_lower, key.startswith("exclusive"))
+            if is_lower:
+                if lo is None or d > lo or (d == lo and key == "exclusiveMinimum"):
+                    lo, lo_x = d, key == "exclusiveMinimum"
+                f_lo = f if f_lo is None else max(f_lo, f)
+            else:
+                if hi is None or d < hi or (d == hi and key == "exclusiveMaximum"):
+                    hi, hi_x = d, key == "exclusiveMaximum"
+                f_hi = f if f_hi is None else min(f_hi, f)
+            self.note(_ptr(pointer, key), key, "enforced")
+        if "multipleOf" in schema:
+            body = self.multiple_body(schema, pointer, integer, (lo, lo_x), (hi, hi_x))
+            if body is not None:
+                return body
+        if not integer:
+            # Validators compare fractions and exponents after rounding them to a float; the
+            # bounds keep that comparison true (stricter within one float step of a bound).
+            lo, lo_x, hi, hi_x = f_lo, False, f_hi, False
+        try:
+            rx = numbers.number_regex(
+                lo,
+                hi,
+                exclusive_minimum=lo_x,
+                exclusive_maximum=hi_x,
+                integer=integer,
+                allow_exponent=_PLAIN_NUMBERS not in schema,
+            )
+        except ValueError as e:
+            raise _NoValue(f"the number bounds allow no value: {e}", pointer) from None
+        return _regex_terminal(rx)
+
+    def multiple_body(
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        integer: bool,
+        low: tuple[Decimal | None, bool],
+        high: tuple[Decimal | None, bool],
+    ) -> str | None:
+        """Numbers that are multiples of `multipleOf` within the bounds, as automaton rules; None
+        when only the bounds can be enforced (multipleOf is then checked after decoding).
+
+        An integer multipleOf is enforced exactly: only integer spellings are generated (also
+        under ``type: number``), so the value is an exact integer for every validator. A
+        non-integer multipleOf (``0.01``, ``1.5``) is generated as exact decimal multiples, but
+        validators divide by it in floating point (``0.3 / 0.1`` is not an integer there), so it
+        is also checked after decoding."""
+        where = _ptr(pointer, "multipleOf")
+        step = schema["multipleOf"]
+        if (
+            isinstance(step, bool)
+            or not isinstance(step, (int, float))
+            or not math.isfinite(step)
+            or step <= 0
+        ):
+            raise SchemaError("multipleOf must be a positive number", where)
+        exact = isinstance(step, int)
+        float_note = (
+            "the grammar generates exact multiples, but validators divide by a non-integer "
+            "multipleOf in floating point"
+        )
+        p, s = multiples.step_of(step)
+        lo, lo_x = low
+        hi, hi_x = high
+        automaton: multiples.Automaton | None
+        if integer or exact:
+            k = p // math.gcd(p, 10**s)
+            int_lo = int_hi = None
+            if lo is not None:
+                c = lo.to_integral_value(rounding="ROUND_CEILING")
+                int_lo = int(c) + (1 if lo_x and c == lo else 0)
+            if hi is not None:
+                f = hi.to_integral_value(rounding="ROUND_FLOOR")
+                int_hi = int(f) - (1 if hi_x and f == hi else 0)
+            if int_lo is not None and int_hi is not None and int_lo > int_hi:
+                raise _NoValue("no integer satisfies the bounds", pointer)
+            if k == 1:
+                rule = _regex_terminal(numbers.integer_regex(int_lo, int_hi))
+            else:
+                try:
+                    automaton = multiples.integer_multiples(k, int_lo, int_hi, self.opt.max_machine_states)
+                except ValueError:
+                    raise _NoValue(f"no multiple of {step} satisfies the bounds", where) from None
+                if automaton is None:
+                    self.cannot_enforce(
+                        where, "multipleOf", f"step {step} with these bounds needs too many states"
+                    )
+                    return None
+                rule = automaton.rules(self.new_rule, self.rules)
+            if exact:
+                self.note(where, "multipleOf", "enforced", "" if integer else "integer spellings only")
+            else:
+                self.cannot_enforce(where, "multipleOf", float_note)
+            return rule
+        if lo is not None or hi is not None:
+            self.cannot_enforce(where, "multipleOf", "non-integer step combined with minimum/maximum")
+            return None
+        automaton = multiples.decimal_multiples(p, s, self.opt.max_machine_states)
+        if automaton is None:
+            self.cannot_enforce(where, "multipleOf", f"step {step} needs too many automaton states")
+            return None
+        self.cannot_enforce(where, "multipleOf", float_note)
+        return automaton.rules(self.new_rule, self.rules)

@@ -1,0 +1,273 @@
+"""Object keys: what ``propertyNames`` allows, and the classes of undeclared keys that
+``patternProperties`` and ``additionalProperties`` give values to.
+
+In:  a schema's ``propertyNames``, ``patternProperties`` and ``additionalProperties``, and the
+     declared names (from objects.py).
+Out: ``key_language``: the allowed names as full-match regexes plus an exact test (and the
+     names themselves when a ``propertyNames`` enum lists at most
+     ``SchemaOptions.max_named_keys``); ``extra_members``: the grammar of one undeclared
+     member, and for counting machines a way to write n keys that differ from each other.
+
+Invariants: an undeclared key falls in exactly one class per subset T of the
+``patternProperties`` patterns (up to 2**``max_key_patterns`` classes): it matches exactly the
+patterns of T, so its value satisfies all of their schemas (``additionalProperties`` when T is
+empty). Each class is one product automaton ``propertyNames & patterns of T - other patterns -
+declared names``. Over the state budget, ``patternProperties`` and then ``propertyNames`` are
+checked after decoding instead, after undoing the half-built attempt (snapshot/restore).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from corral.errors import SchemaError, UnsupportedSchemaError
+from corral.grammar import formats
+from corral.grammar.json_schema.core import ConverterCore
+from corral.grammar.json_schema.keywords import _UNMERGED, SLOT_KEYWORD
+from corral.grammar.json_schema.patterns import _safe_search
+from corral.grammar.json_schema.util import _count, _json_equal, _NoValue, _ptr, _TooBig
+
+
+@dataclass
+class _Keys:
+    """The property names ``propertyNames`` allows (see _Converter.key_language)."""
+
+    pieces: list[str]  # full-match regexes (decoded names) every name must match
+    names: list[str] | None  # the allowed names when they are few (enum/const), else None
+    test: Callable[[str], bool]  # exactly: does a name satisfy propertyNames?
+
+
+class ObjectKeysMixin(ConverterCore):
+    def key_language(self, schema: dict[str, Any], pointer: str) -> _Keys | None:
+        """What ``propertyNames`` allows, as full-match regexes for the grammar plus an exact
+        test for names; None when it cannot be enforced (then reported as checked after
+        decoding). Enforced: ``true``/``false``, ``type``, ``enum``/``const``, ``pattern``,
+        ``format`` and lengths (keywords of other types do not apply to names); composition
+        (``anyOf``, ``not``, ...) is not."""
+        if "propertyNames" not in schema:
+            return _Keys([], None, lambda name: True)
+        where = _ptr(pointer, "propertyNames")
+        sub = self.deref(schema["propertyNames"], where)
+        if sub is True or sub == {}:
+            self.note(where, "propertyNames", "enforced", "allows every name")
+            return _Keys([], None, lambda name: True)
+        if sub is False:
+            self.note(where, "propertyNames", "enforced", "no property allowed")
+            return _Keys([], [], lambda name: False)
+        if not isinstance(sub, dict):
+            raise SchemaError("propertyNames must be a schema", where)
+
+        def give_up(detail: str) -> None:
+            self.cannot_enforce(where, "propertyNames", detail)
+
+        try:
+            sub = self.merge_all_of(sub, where)
+        except UnsupportedSchemaError:
+            give_up("its allOf cannot be merged")
+            return None
+        except _NoValue:
+            self.note(where, "propertyNames", "enforced", "no property allowed")
+            return _Keys([], [], lambda name: False)
+        if SLOT_KEYWORD in sub:
+            raise UnsupportedSchemaError(
+                f"{SLOT_KEYWORD} is not supported in propertyNames", _ptr(where, SLOT_KEYWORD)
+            )
+        composite = sorted(set(sub) & {"$ref", "anyOf", "oneOf", "not", "if", _UNMERGED})
+        if composite:
+            give_up(f"{composite[0]} inside propertyNames")
+            return None
+        tests: list[Callable[[str], bool]] = []
+        pieces: list[str] = []
+        nothing = _Keys([], [], lambda name: False)
+        t = sub.get("type")
+        if t is not None and "string" not in ([t] if isinstance(t, str) else t):
+            self.note(where, "propertyNames", "enforced", "names are strings: no property allowed")
+            return nothing
+        if "format" in sub:
+            fmt = sub["format"]
+            rx = formats.format_regex(fmt) if isinstance(fmt, str) else None
+            if rx is None:
+                give_up(f"unknown format {fmt!r}")
+                return None
+            pieces.append(rx)
+            fmt_rx = re.compile(rx)
+            tests.append(lambda name: fmt_rx.fullmatch(name) is not None)
+        if "pattern" in sub:
+            pat = sub["pattern"]
+            try:
+                pieces.append(self.pattern_regex(pat, _ptr(where, "pattern"), ascii_classes=False))
+            except UnsupportedSchemaError as e:
+                give_up(e.message)
+                return None
+            tests.append(lambda name: _safe_search(pat, name))
+        lo = _count(sub, "minLength", where, 0) or 0
+        hi = _count(sub, "maxLength", where, None)
+        max_counted = self.opt.max_counted_length
+        if lo > max_counted or (hi is not None and hi > max_counted):
+            give_up(f"length bounds above {max_counted} characters")
+            return None
+        if lo or hi is not None:
+            pieces.append(f"(?s:.){{{lo},{'' if hi is None else hi}}}")
+            tests.append(lambda name: lo <= len(name) and (hi is None or len(name) <= hi))
+
+        def test(name: str) -> bool:
+            return all(t(name) for t in tests)
+
+        if "enum" not in sub and "const" not in sub:
+            return _Keys(pieces, None, test)
+        values = [sub["const"]] if "const" in sub else sub["enum"]
+        if not isinstance(values, list):
+            raise SchemaError("enum must be an array", _ptr(where, "enum"))
+        if "const" in sub and "enum" in sub:
+            values = [v for v in values if any(_json_equal(v, e) for e in sub["enum"])]
+        allowed = list(dict.fromkeys(v for v in values if isinstance(v, str) and test(v)))
+        if not allowed:
+            self.note(where, "propertyNames", "enforced", "no name satisfies it: no property allowed")
+            return nothing
+        return _Keys(
+            ["|".join(re.escape(v) for v in allowed)],
+            allowed if len(allowed) <= self.opt.max_named_keys else None,
+            frozenset(allowed).__contains__,
+        )
+
+    def extra_members(
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        addl: Any,
+        pattern_props: dict[str, Any],
+        keys: _Keys | None,
+        names: list[str],
+        colon: str,
+    ) -> tuple[str | None, Callable[[int, int], str | None] | None]:
+        """The grammar of one additional (undeclared) member, or None when none may appear; and
+        `distinct` for the counting machine (containers.ObjectMembers).
+
+        An undeclared key falls in one class per subset T of the ``patternProperties`` patterns
+        (up to 2**max_key_patterns classes): it matches exactly the patterns of T, so its value
+        satisfies all of their schemas (``additionalProperties`` when T is empty). Each class is
+        one product automaton: ``propertyNames`` & patterns of T - other patterns - declared
+        names. Over the state budget, ``patternProperties`` and then ``propertyNames`` are
+        checked after decoding instead."""
+        pp_where = _ptr(pointer, "patternProperties")
+        pn_where = _ptr(pointer, "propertyNames")
+        declared = ["|".join(re.escape(n) for n in names)] if names else []
+        pp_reason: str | None = None
+        prx: dict[str, str] = {}
+        if len(pattern_props) > self.opt.max_key_patterns:
+            pp_reason = f"more than {self.opt.max_key_patterns} patterns"
+        else:
+            for pat in pattern_props:
+                try:
+                    prx[pat] = self.pattern_regex(pat, _ptr(pp_where, pat), ascii_classes=False)
+                except SchemaError as e:
+                    pp_reason = f"pattern {pat!r}: {e.message}"
+                    break
+        if keys is not None and keys.names is not None:
+            # Every allowed name is a declared member (object_body): no other key may appear.
+            if pattern_props:
+                self.note(pp_where, "patternProperties", "enforced", "the names propertyNames allows")
+            if "propertyNames" in schema:
+                self.note(pn_where, "propertyNames", "enforced")
+            return None, None
+        Class = tuple[list[str], list[str], str, str]  # key pieces, key minus, key rule, value rule
+
+        def build(use_pp: bool, pieces: list[str]) -> list[Class]:
+            out: list[Class] = []
+            pats = list(pattern_props) if use_pp else []
+            for mask in range(1 << len(pats)):
+                inside = [p for i, p in enumerate(pats) if mask >> i & 1]
+                if inside:
+                    subs = [pattern_props[p] for p in inside]
+                    sub = subs[0] if len(subs) == 1 else {"allOf": subs}
+                    at = "&".join(_ptr(pp_where, p) for p in inside)
+                elif addl is False:
+                    continue
+                else:
+                    sub, at = addl, _ptr(pointer, "additionalProperties")
+                if sub is False:
+                    continue
+                k_pieces = [*pieces, *(prx[p] for p in inside)]
+                k_minus = [*(prx[p] for p in pats if p not in inside), *declared]
+                if k_pieces or k_minus != declared:
+                    key = self.regular_string(k_pieces, k_minus)
+                else:
+                    key = self.extra_key(names)  # any other name: no product needed
+                if key is None:
+                    continue
+                try:
+                    value = self.child_rule(sub, at)
+                except _NoValue:
+                    continue
+                out.append((k_pieces, k_minus, key, value))
+            return out
+
+        key_pieces = keys.pieces if keys is not None else []
+        saved = self.snapshot()
+        classes: list[Class] = []
+        use_pp, use_keys = bool(pattern_props) and pp_reason is None, keys is not None
+        while True:
+            try:
+                classes = build(use_pp, key_pieces if use_keys else [])
+                break
+            except _TooBig:
+                self.restore(saved)
+                if use_pp:
+                    use_pp, pp_reason = False, "the key classes would need too many automaton states"
+                elif use_keys and key_pieces:
+                    use_keys = False
+                    self.cannot_enforce(
+                        pn_where, "propertyNames", "the keys would need too many automaton states"
+                    )
+                else:
+                    raise
+        if pattern_props:
+            if use_pp:
+                self.note(pp_where, "patternProperties", "enforced", f"{len(classes)} classes of extra keys")
+            else:
+                self.cannot_enforce(pp_where, "patternProperties", pp_reason or "")
+        if use_keys and "propertyNames" in schema:
+            self.note(
+                pn_where, "propertyNames", "enforced", "declared names that fail it are never generated"
+            )
+        if not classes:
+            return None, None
+        if names and addl is not False:
+            self.note(
+                _ptr(pointer, "additionalProperties"),
+                "additionalProperties",
+                "enforced",
+                "extra keys exclude the declared names",
+            )
+        members = [f"{key} {colon} {value}" for _, _, key, value in classes]
+        extra = members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
+        if len(classes) == 1 and not classes[0][0] and classes[0][1] == declared:
+            # Any key but the declared names: keys longer than every declared name, the j-th of
+            # length longest + 1 + j modulo n, so the n keys differ from each other.
+            longest = max((len(n) for n in names), default=0)
+            value = classes[0][3]
+
+            def distinct(j: int, n: int) -> str | None:
+                rx = f"(?s:.){{{longest + 1 + j}}}(?:(?s:.){{{n}}})*"
+                return f"{self.jstr(rx)} {colon} {value}"
+
+            return extra, distinct
+
+        def distinct_in_classes(j: int, n: int) -> str | None:
+            # The j-th of n keys that must differ: its length is j modulo n.
+            alts = []
+            for k_pieces, k_minus, _, value in classes:
+                try:
+                    key = self.regular_string([*k_pieces, f"(?s:.){{{j}}}(?:(?s:.){{{n}}})*"], k_minus)
+                except _TooBig:
+                    return None
+                if key is not None:
+                    alts.append(f"{key} {colon} {value}")
+            if not alts:
+                return None
+            return alts[0] if len(alts) == 1 else "( " + " | ".join(alts) + " )"
+
+        return extra, distinct_in_classes

@@ -1,0 +1,155 @@
+"""Regex text for JSON Schema patterns and name sets (pure functions over pattern strings).
+
+In:  ECMA-262-style ``pattern`` strings from a schema, or a finite list of names.
+Out: full-match regexes in the engine's dialect: ``pattern`` made unanchored the way
+     ``re.search`` reads it (``_unanchored``), ``\\d``/``\\w`` narrowed to ASCII where that only
+     narrows (``_ascii_classes``), the exact complement of a finite set of names
+     (``_not_in_regex``), and a ``re.search`` that treats a bad pattern as no match.
+
+Invariants: each rewrite keeps the language or narrows it (never widens what a pattern
+generates): narrowing is used only for positive occurrences; negated classes keep Python's
+Unicode meaning. ``_not_in_regex(names)`` matches exactly the strings not in ``names``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from corral.grammar.regex_text import scan, top_level_branches
+
+
+def _safe_search(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return False
+
+
+def _ascii_classes(pattern: str) -> str:
+    """`\\d` and `\\w` as in JSON Schema's regex dialect (ECMA-262): ASCII only. Every ASCII match
+    is also a Python match, so this only narrows what is generated (the negated forms keep
+    Python's meaning), and it keeps e.g. `[\\w-]{5,96}` from needing one automaton state per
+    Unicode word character range and position."""
+    out = []
+    i = 0
+    in_class = False
+    negated = False  # inside [^...] the Unicode meaning must stay (ASCII would widen the set)
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if negated:
+                out.append(pattern[i : i + 2])
+            elif nxt == "d":
+                out.append("0-9" if in_class else "[0-9]")
+            elif nxt == "w":
+                out.append("A-Za-z0-9_" if in_class else "[A-Za-z0-9_]")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class and c == "]":
+            in_class = negated = False
+        elif not in_class and c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if pattern[i : i + 1] == "^":
+                out.append("^")
+                negated = True
+                i += 1
+            if pattern[i : i + 1] == "]":
+                out.append("]")
+                i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _unanchored(pattern: str) -> str:
+    """A full-match regex for JSON Schema's `pattern`, which (like Python's ``re.search``, what
+    the reference validator uses) matches anywhere unless anchored. Anchors are handled per
+    top-level branch; ``$`` also matches before a final newline, as in Python."""
+    out = []
+    for branch in top_level_branches(pattern):
+        inner = _outer_group(branch)
+        if inner is not None and ("^" in inner or "$" in inner or "\\A" in inner or "\\Z" in inner):
+            # `(^a$)|(^b)`: anchors inside a group that spans the whole branch.
+            out.append(_unanchored(inner))
+            continue
+        body = branch
+        start = body.startswith("^") or body.startswith("\\A")
+        if start:
+            body = body[1:] if body.startswith("^") else body[2:]
+        inner = _outer_group(body) if start else None
+        if inner is not None and ("$" in inner or "\\Z" in inner):
+            # `^(a|b$)`: the start anchor distributes over the group's branches.
+            out.append(_unanchored("|".join("^" + b for b in top_level_branches(inner))))
+            continue
+        end_dollar = body.endswith("$") and not _escaped_at_end(body)
+        end_z = body.endswith("\\Z") and not _escaped_at_end(body[:-1])
+        if end_dollar:
+            body = body[:-1]
+        elif end_z:
+            body = body[:-2]
+        prefix = "" if start else "(?s:.)*"
+        suffix = "\\n?" if end_dollar else ("" if end_z else "(?s:.)*")
+        out.append(f"{prefix}(?:{body}){suffix}")
+    return out[0] if len(out) == 1 else "|".join(f"(?:{b})" for b in out)
+
+
+def _outer_group(branch: str) -> str | None:
+    """The content of a group that spans the whole branch (`(x)`, `(?:x)`, `(?P<n>x)`), else None."""
+    if not (branch.startswith("(") and branch.endswith(")")) or _escaped_at_end(branch):
+        return None
+    start = 1
+    if branch.startswith("(?:"):
+        start = 3
+    elif branch.startswith("(?P<"):
+        close = branch.find(">")
+        if close < 0:
+            return None
+        start = close + 1
+    elif branch.startswith("(?"):
+        return None  # lookaround, flags, ...: leave to the regex engine
+    for i, c, depth in scan(branch):
+        if c == ")" and depth == 1 and i != len(branch) - 1:
+            return None  # the first group closes before the end
+    return branch[start:-1]
+
+
+def _escaped_at_end(body: str) -> bool:
+    """Is the last character of `body` escaped by an odd number of backslashes?"""
+    n = 0
+    i = len(body) - 2
+    while i >= 0 and body[i] == "\\":
+        n += 1
+        i -= 1
+    return n % 2 == 1
+
+
+def _not_in_regex(names: list[str]) -> str:
+    """A regex matching every string except those in `names` (exact complement of a finite set)."""
+    # Walk the trie of names: at each node, a string that leaves the trie (or stops at a node that
+    # is not a name, or continues past a leaf) is fine.
+    trie: dict[str, Any] = {}
+    for n in names:
+        node = trie
+        for ch in n:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        kids = {c: v for c, v in node.items() if c}
+        alts = []
+        if "" not in node:
+            alts.append("")  # stopping here is not a name
+        leave = "".join(re.escape(c) for c in kids)
+        alts.append(f"[^{leave}](?s:.)*" if kids else "(?s:.)+")
+        for c, sub in kids.items():
+            alts.append(re.escape(c) + "(?:" + build(sub) + ")")
+        return "|".join(alts)
+
+    return build(trie)
