@@ -226,3 +226,16 @@ def test_default_time_limit_does_not_trip_on_a_normal_schema() -> None:
     text, _ = convert(wide_schema(50))
     assert "p49" in text
     assert dataclasses.replace(SchemaOptions(), max_convert_ms=10).max_convert_ms == 10
+
+
+def test_compile_json_schema_takes_budgets_and_limits_by_name() -> None:
+    import corral
+
+    tok = corral.Tokenizer.from_tokens(
+        [bytes([b]) for b in range(256)] + [b"<eos>"], special_ids=[256], eos_ids=[256]
+    )
+    schema = {"type": "string", "pattern": "^[a-z]+$", "maxLength": 40}
+    g = corral.compile_json_schema(schema, tok, max_counted_length=8, max_dfa_states=5000)
+    assert [e.keyword for e in g.report.checked_after()] == ["minLength/maxLength"]
+    with pytest.raises(TypeError, match="unknown limit"):
+        corral.compile_json_schema(schema, tok, max_nonsense=3)

@@ -31,6 +31,7 @@ schema is compiled once (the skeleton) and each request binds the values in micr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -203,7 +204,7 @@ def compile_json_schema(
     extra_properties: Literal["schema", "spec"] = "schema",
     strict: bool = False,
     escapes: Literal["any", "canonical"] = "any",
-    **limits: int,
+    **options_and_limits: Any,
 ) -> JsonSchemaGrammar:
     """Compile a JSON Schema (dict, bool or JSON text; draft 2020-12, draft-07 spellings
     accepted) or a Pydantic model / ``TypeAdapter``-able type into a constraint.
@@ -223,13 +224,18 @@ def compile_json_schema(
         "any" (default): every JSON spelling of a string. "canonical": only the one
         ``json.dumps(s, ensure_ascii=False)`` writes — one spelling per key and value, so keys
         are forced byte for byte (``corral.generate`` uses it by default).
-    **limits
-        Engine limits (see ``corral.DEFAULT_LIMITS``).
+    **options_and_limits
+        The converter's budgets (the other :class:`~corral.grammar.json_schema.SchemaOptions`
+        fields: ``max_product_states``, ``max_counted_length``, ``max_convert_ms``, ...) and
+        engine limits (see ``corral.DEFAULT_LIMITS``), told apart by name.
 
     Raises
     ------
     SchemaError, UnsupportedSchemaError, LimitExceeded
     """
+    fields = {f.name for f in dataclasses.fields(SchemaOptions)}
+    budgets = {k: v for k, v in options_and_limits.items() if k in fields}
+    limits = {k: v for k, v in options_and_limits.items() if k not in fields}
     options = SchemaOptions(
         whitespace=whitespace,
         max_whitespace=max_whitespace,
@@ -237,6 +243,7 @@ def compile_json_schema(
         extra_properties=extra_properties,
         strict=strict,
         escapes=escapes,
+        **budgets,
     )
     raw, model = schema_of(schema)
     text, report = schema_to_grammar(raw, options, check_regex=_check_regex)
