@@ -318,3 +318,20 @@ def test_grammar_named_special_tokens(llama32: corral.Tokenizer) -> None:
         corral.compile_grammar("root ::= <[999999]>", llama32)
     with pytest.raises(corral.CompileError, match="unterminated token reference"):
         corral.compile_grammar("root ::= <|eot_id", llama32)
+
+
+def test_typed_probe_and_regex_check() -> None:
+    """The converter's questions to the engine come back as values (no exception as answer)."""
+    from corral import _native
+    from corral.grammar import probe
+
+    assert _native.probe_expression("/[a-z]{1,5}/ & /ab.*/", 1000, {}) == 6
+    assert probe.dfa_states("/a/ - /a/", 1000) == probe.EMPTY
+    assert probe.dfa_states("/[a-z]{1,300}/", 50) == probe.TOO_BIG
+    with pytest.raises(corral.CompileError):
+        _native.probe_expression("/(ab/", 100, {})
+    _native.check_regex("[a-z]+", {})
+    with pytest.raises(corral.CompileError):
+        _native.check_regex("(?=a)b", {})
+    with pytest.raises(corral.LimitExceeded):
+        _native.check_regex("a{0,100000}", {})
