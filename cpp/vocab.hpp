@@ -5,6 +5,11 @@
 //      are not in it, so no byte-level walk can ever allow them).
 // Knows nothing about grammars. The trie is stored in preorder with each node's subtree end, so
 // a mask computation walks it as a flat array and skips a dead subtree with one assignment.
+// Vocabulary-level summary (computed once, shared by every grammar compiled on the vocabulary):
+// per trie node, the depth of the deepest token in its subtree, and the *share depth* D — the
+// smallest token length such that the nodes on paths to longer tokens are a small share of the
+// trie. Mask entries of automaton states that agree on every path of at most D bytes are shared
+// (compiled_grammar.hpp); only the few longer tokens are walked per state.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,8 @@ class TokenTrie {
   const std::int32_t* tokens_begin(std::uint32_t n) const { return toks_.data() + tok_begin_[n]; }
   const std::int32_t* tokens_end(std::uint32_t n) const { return toks_.data() + tok_begin_[n + 1]; }
   std::uint32_t max_depth() const { return max_depth_; }
+  /// Depth of the deepest node holding a token in n's subtree (n included; 0 for none).
+  std::uint32_t max_token_depth(std::uint32_t n) const { return max_token_depth_[n]; }
   std::size_t memory_bytes() const;
 
  private:
@@ -36,6 +43,7 @@ class TokenTrie {
   std::vector<std::uint32_t> subtree_end_;
   std::vector<std::uint32_t> tok_begin_;  // num_nodes + 1
   std::vector<std::int32_t> toks_;
+  std::vector<std::uint32_t> max_token_depth_;
   std::uint32_t max_depth_ = 0;
 };
 
@@ -57,6 +65,9 @@ class Vocabulary {
   const std::vector<std::string>& tokens() const { return tokens_; }
   const std::vector<std::uint8_t>& special_flags() const { return special_; }
   const TokenTrie& trie() const { return trie_; }
+  /// Share depth D (see the header): at least 8, at most the longest token; the trie nodes
+  /// with a token deeper than D below them are at most 1/16 of all nodes.
+  std::uint32_t share_depth() const { return share_depth_; }
 
  private:
   std::vector<std::string> tokens_;
@@ -64,6 +75,7 @@ class Vocabulary {
   std::vector<std::int32_t> eos_;
   std::uint32_t width_;
   TokenTrie trie_;
+  std::uint32_t share_depth_ = 0;
 };
 
 }  // namespace corral
