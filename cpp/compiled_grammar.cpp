@@ -2,6 +2,8 @@
 // See compiled_grammar.hpp for what an entry holds and why.
 #include "compiled_grammar.hpp"
 
+#include "mask_pool.hpp"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -20,6 +22,8 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Gramma
   }
   std::sort(slot_names_.begin(), slot_names_.end());
   slot_names_.erase(std::unique(slot_names_.begin(), slot_names_.end()), slot_names_.end());
+  pool_ = std::static_pointer_cast<MaskPool>(
+      vocab_->attachment([]() -> std::shared_ptr<void> { return std::make_shared<MaskPool>(); }));
 }
 
 CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGrammar> skeleton,
@@ -32,7 +36,8 @@ CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGramm
       slot_terminal_(skeleton->slot_terminal_),
       slot_names_(skeleton->slot_names_),
       skeleton_(std::move(skeleton)),
-      slot_dfas_(std::move(slot_dfas)) {
+      slot_dfas_(std::move(slot_dfas)),
+      pool_(skeleton_->pool_) {
   CORRAL_CHECK(slot_terminals.size() == slot_dfas_.size(), "one DFA per slot terminal");
   for (std::size_t i = 0; i < slot_terminals.size(); ++i)
     dfas_[static_cast<std::size_t>(slot_terminals[i])] = &slot_dfas_[i];
@@ -62,8 +67,13 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
   // Computed outside the lock: two threads may race to compute the same entry; the first
   // insert wins and both results are identical.
   std::shared_ptr<const FrontierEntry> entry;
+  const std::vector<std::uint64_t> pkey = pool_key(key);
+  if (!pkey.empty()) entry = pool_->get(pkey);  // computed by another grammar with these automata
+  const bool computed = !entry;
   std::vector<std::uint64_t> rep_key;
-  if (share_key(key, rep_key)) {
+  if (!computed) {
+    // Reused as is: the pool's automata are state for state those of this grammar's key.
+  } else if (share_key(key, rep_key)) {
     // Short part shared by the state's ≈_D class, long part walked from the state itself.
     std::shared_ptr<const FrontierEntry> base = short_entry(rep_key);
     FrontierEntry e = compute_entry(key, WalkPart::Long);
@@ -86,10 +96,32 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
   } else {
     entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
   }
+  if (computed && !pkey.empty()) pool_->put(pkey, entry);
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto [it, inserted] = cache_.emplace(key, entry);
   if (inserted) cache_bytes_ += entry->memory_bytes;
   return it->second;
+}
+
+std::vector<std::uint64_t> CompiledGrammar::pool_key(const std::vector<std::uint64_t>& key) const {
+  std::vector<std::uint64_t> out;
+  if (limits_.mask_share_min_states == 0xFFFFFFFFu) return out;  // the reference path: own walks only
+  out.reserve(key.size());
+  std::lock_guard<std::mutex> lock(equiv_mu_);
+  if (pool_ids_.empty()) pool_ids_.assign(dfas_.size(), -2);
+  for (std::uint64_t k : key) {
+    const std::uint64_t t = k >> 32;
+    if (t == 0xFFFFFFFFull) {
+      out.push_back(k);  // subtree element: the vocabulary's trie node
+      continue;
+    }
+    std::int32_t& id = pool_ids_[static_cast<std::size_t>(t)];
+    if (id == -2) id = slot_terminal_[t] ? -1 : pool_->dfa_id(*dfas_[t], grammar_);
+    if (id < 0) return {};
+    const std::uint64_t follow = grammar_->followable[static_cast<std::size_t>(t)] ? 1 : 0;
+    out.push_back((static_cast<std::uint64_t>(id) << 33) | (follow << 32) | (k & 0xFFFFFFFFull));
+  }
+  return out;
 }
 
 bool CompiledGrammar::share_key(const std::vector<std::uint64_t>& key, std::vector<std::uint64_t>& rep_key) const {

@@ -52,6 +52,8 @@
 
 namespace corral {
 
+class MaskPool;
+
 struct FrontierEntry {
   // Tokens allowed outright: dense mask words (always for whole-vocabulary entries), or a
   // sparse id list for a small subtree entry (then `allowed` is empty).
@@ -196,6 +198,12 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   // Per terminal, its ≈_D classes (built on first use; guarded by equiv_mu_).
   mutable std::mutex equiv_mu_;
   mutable std::vector<std::unique_ptr<BoundedEquivalence>> equiv_;
+  // The vocabulary's cross-grammar pool (mask_pool.hpp) and, per terminal, its pool id
+  // (-2: not asked yet; -1: not pooled), guarded by equiv_mu_.
+  std::shared_ptr<MaskPool> pool_;
+  mutable std::vector<std::int32_t> pool_ids_;
+  /// The pool key for `key` (empty when a terminal is not pooled).
+  std::vector<std::uint64_t> pool_key(const std::vector<std::uint64_t>& key) const;
   mutable std::atomic<std::uint64_t> hits_{0}, misses_{0};
   struct SigHash {
     std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }

@@ -47,7 +47,9 @@ struct Limits {
   /// with at least this many states: a counted string's positions then cost one full trie walk
   /// instead of one each, plus a walk of the vocabulary's few long tokens per position. Cost:
   /// a lazily built class table, about (share depth + 1) ints per state queried nearby.
-  /// 2^32 - 1 turns sharing off (every state walks the whole trie: the reference path).
+  /// Entries are also shared across grammars on one vocabulary whose terminals have the same
+  /// automaton (mask_pool.hpp). 2^32 - 1 turns both off: every frontier of the grammar walks
+  /// the whole trie itself (the reference path the tests compare with).
   std::uint32_t mask_share_min_states = 64;
 };
 

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +70,13 @@ class Vocabulary {
   /// Share depth D (see the header): at least 8, at most the longest token; the trie nodes
   /// with a token deeper than D below them are at most 1/16 of all nodes.
   std::uint32_t share_depth() const { return share_depth_; }
+  /// An object of the mask layer that lives as long as the vocabulary (the cross-grammar mask
+  /// pool, mask_pool.hpp); the vocabulary only stores it. Created by `make` on first use.
+  std::shared_ptr<void> attachment(std::shared_ptr<void> (*make)()) const {
+    std::lock_guard<std::mutex> lock(*attach_mu_);
+    if (!attachment_) attachment_ = make();
+    return attachment_;
+  }
 
  private:
   std::vector<std::string> tokens_;
@@ -76,6 +85,8 @@ class Vocabulary {
   std::uint32_t width_;
   TokenTrie trie_;
   std::uint32_t share_depth_ = 0;
+  std::shared_ptr<std::mutex> attach_mu_ = std::make_shared<std::mutex>();
+  mutable std::shared_ptr<void> attachment_;
 };
 
 }  // namespace corral

@@ -1,5 +1,5 @@
 // test_shared_masks.cpp — masks assembled from shared entries (≈_D classes of DFA states,
-// compiled_grammar.hpp) equal the plain whole-trie walk, and both equal "accept_token works",
+// compiled_grammar.hpp; the cross-grammar pool, mask_pool.hpp) equal the plain whole-trie walk, and both equal "accept_token works",
 // at every step of random walks; the vocabulary has tokens longer than its share depth so the
 // long part is exercised, and tokens that cross terminal ends so shared groups are.
 #include <random>
@@ -41,12 +41,15 @@ void check_walks(const std::shared_ptr<const Vocabulary>& vocab, const std::stri
   plain_limits.mask_share_min_states = 0xFFFFFFFFu;
   auto fast = compile_grammar(grammar, "root", vocab, shared_limits);
   auto plain = compile_grammar(grammar, "root", vocab, plain_limits);
+  // A second compile finds the first one's entries in the vocabulary's pool (mask_pool.hpp).
+  auto pooled = compile_grammar(grammar, "root", vocab, Limits{});
   std::mt19937 rng(seed);
   for (int walk = 0; walk < 12; ++walk) {
-    Matcher a(fast), b(plain);
+    Matcher a(fast), b(plain), c2(pooled);
     for (int step = 0; step < 60 && !a.is_terminated(); ++step) {
       std::vector<std::int32_t> x = corral_test::allowed(a), y = corral_test::allowed(b);
       EXPECT(x == y);
+      EXPECT(corral_test::allowed(c2) == y);
       EXPECT(!x.empty());
       std::vector<bool> in(vocab->width(), false);
       for (auto t : x) in[static_cast<std::size_t>(t)] = true;
@@ -61,6 +64,7 @@ void check_walks(const std::shared_ptr<const Vocabulary>& vocab, const std::stri
           if (vocab->bytes(t).size() > vocab->bytes(pick).size()) pick = t;
       EXPECT(a.accept_token(pick));
       EXPECT(b.accept_token(pick));
+      EXPECT(c2.accept_token(pick));
     }
   }
   // Sharing happened: fewer walked classes than keyed entries; the plain grammar shares none.
