@@ -73,7 +73,8 @@ automaton also counts against ``max_dfa_states``),
 ``mask_share_min_states`` (64; terminals with at least this many DFA states share the mask
 entries of states that agree on every path up to the vocabulary's share depth, so a counted
 string's positions cost one trie walk instead of one each; a lazily built class table of about
-share-depth + 1 ints per state queried; ``2**32 - 1`` turns sharing off).
+share-depth + 1 ints per state queried; ``2**32 - 1`` turns sharing off, and with it the
+per-vocabulary pool of entries shared by grammars whose terminals have the same automaton).
 """
 
 
