@@ -73,6 +73,7 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
   std::vector<std::uint64_t> rep_key;
   if (!computed) {
     // Reused as is: the pool's automata are state for state those of this grammar's key.
+    pool_hits_.fetch_add(1, std::memory_order_relaxed);
   } else if (share_key(key, rep_key)) {
     // Short part shared by the state's ≈_D class, long part walked from the state itself.
     std::shared_ptr<const FrontierEntry> base = short_entry(rep_key);

@@ -155,6 +155,8 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   /// Short parts shared by equivalent states (see the header).
   std::size_t shared_entries() const;
   std::uint64_t cache_hits() const { return hits_.load(); }
+  /// Misses served by the vocabulary's pool (entries another grammar computed).
+  std::uint64_t pool_hits() const { return pool_hits_.load(); }
   std::uint64_t cache_misses() const { return misses_.load(); }
 
  private:
@@ -204,7 +206,7 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   mutable std::vector<std::int32_t> pool_ids_;
   /// The pool key for `key` (empty when a terminal is not pooled).
   std::vector<std::uint64_t> pool_key(const std::vector<std::uint64_t>& key) const;
-  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0};
+  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0}, pool_hits_{0};
   struct SigHash {
     std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }
   };

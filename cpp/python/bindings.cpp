@@ -192,6 +192,7 @@ NB_MODULE(_core, m) {
         d["misses"] = g.cache_misses();
         d["memo_entries"] = g.memo_entries();
         d["shared_entries"] = g.shared_entries();
+        d["pool_hits"] = g.pool_hits();
         d["bindings"] = g.bindings_made();
         d["slot_states"] = g.slot_states();
         return d;
