@@ -206,13 +206,16 @@ std::size_t CompiledGrammar::cache_bytes() const {
 }
 
 FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& key, WalkPart part) const {
-  const TokenTrie& trie = vocab_->trie();
   std::uint32_t root = 0;
   std::size_t m = key.size();
   if (m > 0 && (key[m - 1] >> 32) == 0xFFFFFFFFull) {
     root = static_cast<std::uint32_t>(key[m - 1]);
     --m;
   }
+  // The long part of a whole-vocabulary entry walks the long tokens' own compact trie; its
+  // dead nodes are recorded as trie() nodes (what the matcher reads).
+  const bool long_trie = part == WalkPart::Long && root == 0;
+  const TokenTrie& trie = long_trie ? vocab_->long_trie() : vocab_->trie();
   const std::uint32_t root_depth = trie.depth(root);
   std::vector<const Dfa*> dfas(m);
   std::vector<std::uint8_t> followable(m);
@@ -300,7 +303,7 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
         heads[static_cast<std::size_t>(g)].emplace_back(
             std::string_view(vocab_->bytes(*trie.tokens_begin(leaf))).substr(d0, dabs - d0),
             static_cast<std::int32_t>(gr.dead.size()));
-        gr.dead.push_back(i);
+        gr.dead.push_back(long_trie ? vocab_->long_to_full(i) : i);
       }
       i = trie.subtree_end(i);
     }

@@ -94,7 +94,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<std::i
     if (eos) continue;  // EOS is governed by the grammar's accepting state, never by its bytes
     entries.emplace_back(tokens_[static_cast<std::size_t>(i)], static_cast<std::int32_t>(i));
   }
-  trie_ = TokenTrie::build(std::move(entries));
+  trie_ = TokenTrie::build(entries);
   // Share depth: the smallest D >= 8 whose "long" nodes (a token deeper than D below) are at
   // most 1/16 of the trie, so walking them per state costs a small share of a full walk.
   const std::uint32_t maxd = trie_.max_depth();
@@ -106,6 +106,27 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<std::i
     if ((long_nodes + with_depth[d]) * 16 > trie_.num_nodes()) break;
     long_nodes += with_depth[d];
     share_depth_ = d - 1;
+  }
+  // The long tokens' own trie, and where its nodes are in trie_: follow a token below each
+  // node up from that token's end node in trie_.
+  std::vector<std::pair<std::string_view, std::int32_t>> long_entries;
+  for (const auto& e : entries)
+    if (e.first.size() > share_depth_) long_entries.push_back(e);
+  long_trie_ = TokenTrie::build(std::move(long_entries));
+  std::vector<std::uint32_t> parent(trie_.num_nodes(), 0), at_depth(trie_.max_depth() + 1, 0);
+  std::vector<std::uint32_t> end_node(tokens_.size(), 0);
+  for (std::uint32_t i = 1; i < trie_.num_nodes(); ++i) {
+    parent[i] = at_depth[trie_.depth(i) - 1];
+    at_depth[trie_.depth(i)] = i;
+    for (const std::int32_t* t = trie_.tokens_begin(i); t != trie_.tokens_end(i); ++t) end_node[static_cast<std::size_t>(*t)] = i;
+  }
+  long_to_full_.assign(long_trie_.num_nodes(), 0);
+  for (std::uint32_t i = 1; i < long_trie_.num_nodes(); ++i) {
+    std::uint32_t leaf = i;
+    while (long_trie_.tokens_begin(leaf) == long_trie_.tokens_end(leaf)) ++leaf;
+    std::uint32_t n = end_node[static_cast<std::size_t>(*long_trie_.tokens_begin(leaf))];
+    while (trie_.depth(n) > long_trie_.depth(i)) n = parent[n];
+    long_to_full_[i] = n;
   }
 }
 

@@ -70,6 +70,12 @@ class Vocabulary {
   /// Share depth D (see the header): at least 8, at most the longest token; the trie nodes
   /// with a token deeper than D below them are at most 1/16 of all nodes.
   std::uint32_t share_depth() const { return share_depth_; }
+  /// The trie of the tokens longer than the share depth only: a small, contiguous copy of the
+  /// paths a per-state long walk visits (cache-friendly, unlike those paths scattered through
+  /// trie()). long_to_full maps its nodes deeper than the share depth to trie() nodes (with the
+  /// same subtree of tokens there, as every token below such a node is long).
+  const TokenTrie& long_trie() const { return long_trie_; }
+  std::uint32_t long_to_full(std::uint32_t n) const { return long_to_full_[n]; }
   /// An object of the mask layer that lives as long as the vocabulary (the cross-grammar mask
   /// pool, mask_pool.hpp); the vocabulary only stores it. Created by `make` on first use.
   std::shared_ptr<void> attachment(std::shared_ptr<void> (*make)()) const {
@@ -85,6 +91,8 @@ class Vocabulary {
   std::uint32_t width_;
   TokenTrie trie_;
   std::uint32_t share_depth_ = 0;
+  TokenTrie long_trie_;
+  std::vector<std::uint32_t> long_to_full_;
   std::shared_ptr<std::mutex> attach_mu_ = std::make_shared<std::mutex>();
   mutable std::shared_ptr<void> attachment_;
 };
