@@ -2,6 +2,8 @@
 // See compiled_grammar.hpp for what an entry holds and why.
 #include "compiled_grammar.hpp"
 
+#include "mask_pool.hpp"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -20,6 +22,8 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Gramma
   }
   std::sort(slot_names_.begin(), slot_names_.end());
   slot_names_.erase(std::unique(slot_names_.begin(), slot_names_.end()), slot_names_.end());
+  pool_ = std::static_pointer_cast<MaskPool>(
+      vocab_->attachment([]() -> std::shared_ptr<void> { return std::make_shared<MaskPool>(); }));
 }
 
 CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGrammar> skeleton,
@@ -32,7 +36,8 @@ CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGramm
       slot_terminal_(skeleton->slot_terminal_),
       slot_names_(skeleton->slot_names_),
       skeleton_(std::move(skeleton)),
-      slot_dfas_(std::move(slot_dfas)) {
+      slot_dfas_(std::move(slot_dfas)),
+      pool_(skeleton_->pool_) {
   CORRAL_CHECK(slot_terminals.size() == slot_dfas_.size(), "one DFA per slot terminal");
   for (std::size_t i = 0; i < slot_terminals.size(); ++i)
     dfas_[static_cast<std::size_t>(slot_terminals[i])] = &slot_dfas_[i];
@@ -61,9 +66,94 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
   misses_.fetch_add(1, std::memory_order_relaxed);
   // Computed outside the lock: two threads may race to compute the same entry; the first
   // insert wins and both results are identical.
-  auto entry = std::make_shared<const FrontierEntry>(compute_entry(key));
+  std::shared_ptr<const FrontierEntry> entry;
+  const std::vector<std::uint64_t> pkey = pool_key(key);
+  if (!pkey.empty()) entry = pool_->get(pkey);  // computed by another grammar with these automata
+  const bool computed = !entry;
+  std::vector<std::uint64_t> rep_key;
+  if (!computed) {
+    // Reused as is: the pool's automata are state for state those of this grammar's key.
+    pool_hits_.fetch_add(1, std::memory_order_relaxed);
+  } else if (share_key(key, rep_key)) {
+    // Short part shared by the state's ≈_D class, long part walked from the state itself.
+    std::shared_ptr<const FrontierEntry> base = short_entry(rep_key);
+    FrontierEntry e = compute_entry(key, WalkPart::Long);
+    const std::size_t words = vocab_->mask_words();
+    const std::size_t groups_bytes = e.memory_bytes - sizeof(FrontierEntry) - 4 * (e.allowed.size() + e.allowed_ids.size());
+    if (!base->allowed.empty() || !e.allowed.empty() || base->allowed_ids.size() + e.allowed_ids.size() > words) {
+      std::vector<std::uint32_t> bits = base->allowed.empty() ? std::vector<std::uint32_t>(words, 0) : base->allowed;
+      for (std::size_t w = 0; w < e.allowed.size(); ++w) bits[w] |= e.allowed[w];
+      for (const std::vector<std::int32_t>* ids : {&base->allowed_ids, static_cast<const std::vector<std::int32_t>*>(&e.allowed_ids)})
+        for (std::int32_t t : *ids) bits[static_cast<std::size_t>(t) >> 5] |= 1u << (t & 31);
+      e.allowed = std::move(bits);
+      e.allowed_ids.clear();
+      e.allowed_ids.shrink_to_fit();
+    } else {
+      e.allowed_ids.insert(e.allowed_ids.end(), base->allowed_ids.begin(), base->allowed_ids.end());
+    }
+    if (!base->groups.empty()) e.shared = base;
+    e.memory_bytes = sizeof(FrontierEntry) + 4 * (e.allowed.size() + e.allowed_ids.size()) + groups_bytes;
+    entry = std::make_shared<const FrontierEntry>(std::move(e));
+  } else {
+    entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
+  }
+  if (computed && !pkey.empty()) pool_->put(pkey, entry);
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto [it, inserted] = cache_.emplace(key, entry);
+  if (inserted) cache_bytes_ += entry->memory_bytes;
+  return it->second;
+}
+
+std::vector<std::uint64_t> CompiledGrammar::pool_key(const std::vector<std::uint64_t>& key) const {
+  std::vector<std::uint64_t> out;
+  if (limits_.mask_share_min_states == 0xFFFFFFFFu) return out;  // the reference path: own walks only
+  out.reserve(key.size());
+  std::lock_guard<std::mutex> lock(equiv_mu_);
+  if (pool_ids_.empty()) pool_ids_.assign(dfas_.size(), -2);
+  for (std::uint64_t k : key) {
+    const std::uint64_t t = k >> 32;
+    if (t == 0xFFFFFFFFull) {
+      out.push_back(k);  // subtree element: the vocabulary's trie node
+      continue;
+    }
+    std::int32_t& id = pool_ids_[static_cast<std::size_t>(t)];
+    if (id == -2) id = slot_terminal_[t] ? -1 : pool_->dfa_id(*dfas_[t], grammar_);
+    if (id < 0) return {};
+    const std::uint64_t follow = grammar_->followable[static_cast<std::size_t>(t)] ? 1 : 0;
+    out.push_back((static_cast<std::uint64_t>(id) << 33) | (follow << 32) | (k & 0xFFFFFFFFull));
+  }
+  return out;
+}
+
+bool CompiledGrammar::share_key(const std::vector<std::uint64_t>& key, std::vector<std::uint64_t>& rep_key) const {
+  const std::size_t m = key.size();
+  const bool subtree = m == 2 && (key[1] >> 32) == 0xFFFFFFFFull;
+  if (!(m == 1 || subtree) || (key[0] >> 32) == 0xFFFFFFFFull) return false;
+  const auto t = static_cast<std::size_t>(key[0] >> 32);
+  if (slot_terminal_[t] || vocab_->share_depth() == 0) return false;
+  const Dfa& d = *dfas_[t];
+  if (d.num_states() < limits_.mask_share_min_states) return false;
+  std::int32_t rep;
+  {
+    std::lock_guard<std::mutex> lock(equiv_mu_);
+    if (equiv_.empty()) equiv_.resize(dfas_.size());
+    if (!equiv_[t]) equiv_[t] = std::make_unique<BoundedEquivalence>(d, vocab_->share_depth());
+    rep = equiv_[t]->representative(static_cast<std::int32_t>(static_cast<std::uint32_t>(key[0])));
+  }
+  rep_key = key;
+  rep_key[0] = key_element(static_cast<std::int32_t>(t), rep);
+  return true;
+}
+
+std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vector<std::uint64_t>& rep_key) const {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = short_cache_.find(rep_key);
+    if (it != short_cache_.end()) return it->second;
+  }
+  auto entry = std::make_shared<const FrontierEntry>(compute_entry(rep_key, WalkPart::Short));
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto [it, inserted] = short_cache_.emplace(rep_key, entry);
   if (inserted) cache_bytes_ += entry->memory_bytes;
   return it->second;
 }
@@ -105,19 +195,27 @@ std::size_t CompiledGrammar::cache_entries() const {
   return cache_.size();
 }
 
+std::size_t CompiledGrammar::shared_entries() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return short_cache_.size();
+}
+
 std::size_t CompiledGrammar::cache_bytes() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return cache_bytes_;
 }
 
-FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& key) const {
-  const TokenTrie& trie = vocab_->trie();
+FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& key, WalkPart part) const {
   std::uint32_t root = 0;
   std::size_t m = key.size();
   if (m > 0 && (key[m - 1] >> 32) == 0xFFFFFFFFull) {
     root = static_cast<std::uint32_t>(key[m - 1]);
     --m;
   }
+  // The long part of a whole-vocabulary entry walks the long tokens' own compact trie; its
+  // dead nodes are recorded as trie() nodes (what the matcher reads).
+  const bool long_trie = part == WalkPart::Long && root == 0;
+  const TokenTrie& trie = long_trie ? vocab_->long_trie() : vocab_->trie();
   const std::uint32_t root_depth = trie.depth(root);
   std::vector<const Dfa*> dfas(m);
   std::vector<std::uint8_t> followable(m);
@@ -128,7 +226,10 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     states[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(key[e]));
   }
   FrontierEntry out;
-  if (root == 0) out.allowed.assign(vocab_->mask_words(), 0);
+  const bool dense = root == 0 && part != WalkPart::Long;
+  if (dense) out.allowed.assign(vocab_->mask_words(), 0);
+  // The share depth splits the trie for WalkPart::Short / Long (absolute node depths).
+  const std::uint32_t share = vocab_->share_depth();
   // Active group and the depth its split happened at, per trie depth.
   std::vector<std::int32_t> grp(trie.max_depth() + 1, -1);
   std::vector<std::uint32_t> grp_split(trie.max_depth() + 1, 0);
@@ -143,7 +244,14 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     const std::uint32_t n = trie.subtree_end(root);
     std::uint32_t i = root + 1;
     while (i < n) {
-    const std::uint32_t d = trie.depth(i) - root_depth;  // depth relative to the walk's root
+    const std::uint32_t dabs = trie.depth(i);
+    if (part == WalkPart::Short ? dabs > share : part == WalkPart::Long && dabs <= share && trie.max_token_depth(i) <= share) {
+      i = trie.subtree_end(i);  // not this part's: nothing below is deeper than D / deeper than D
+      continue;
+    }
+    // Long part: what lies at depth <= D is the short part's (only walked through here).
+    const bool emit = part != WalkPart::Long || dabs > share;
+    const std::uint32_t d = dabs - root_depth;  // depth relative to the walk's root
     const std::uint8_t b = trie.byte(i);
     const std::int32_t* parent = &states[(d - 1) * mm];
     std::int32_t* cur = &states[d * mm];
@@ -160,8 +268,8 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     }
     const std::int32_t g = grp[d - 1];
     if (live) {
-      for (const std::int32_t* t = trie.tokens_begin(i); t != trie.tokens_end(i); ++t) {
-        if (root == 0) out.allowed[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
+      for (const std::int32_t* t = trie.tokens_begin(i); emit && t != trie.tokens_end(i); ++t) {
+        if (dense) out.allowed[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
         else out.allowed_ids.push_back(*t);
       }
       if (g < 0 && acc && trie.subtree_end(i) > i + 1) {
@@ -186,17 +294,16 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     } else {
       // Dead lexically: if a group is active above, the matcher checks this subtree with the
       // parser from the group's split node; otherwise no token below can be valid.
-      if (g >= 0) {
+      if (g >= 0 && emit) {
         // Head: the bytes from the split node through this node, read off a token below it.
         std::uint32_t leaf = i;
         while (trie.tokens_begin(leaf) == trie.tokens_end(leaf)) ++leaf;
         const std::uint32_t d0 = trie.depth(grp_split[d - 1]);
-        const std::uint32_t dabs = trie.depth(i);
         auto& gr = out.groups[static_cast<std::size_t>(g)];
         heads[static_cast<std::size_t>(g)].emplace_back(
             std::string_view(vocab_->bytes(*trie.tokens_begin(leaf))).substr(d0, dabs - d0),
             static_cast<std::int32_t>(gr.dead.size()));
-        gr.dead.push_back(i);
+        gr.dead.push_back(long_trie ? vocab_->long_to_full(i) : i);
       }
       i = trie.subtree_end(i);
     }
@@ -212,11 +319,16 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     out.allowed_ids.shrink_to_fit();
   }
   out.memory_bytes = out.allowed.size() * 4 + out.allowed_ids.size() * 4 + sizeof(FrontierEntry);
+  // A group whose tokens all stayed inside the terminals has nothing for the parser to check.
+  std::size_t kept = 0;
   for (std::size_t gi = 0; gi < out.groups.size(); ++gi) {
-    auto& g = out.groups[gi];
+    if (out.groups[gi].dead.empty()) continue;
+    auto& g = out.groups[kept++];
+    if (kept - 1 != gi) g = std::move(out.groups[gi]);
     g.heads = TokenTrie::build(std::move(heads[gi]));
     out.memory_bytes += g.states.size() * 4 + g.dead.size() * 4 + g.heads.memory_bytes();
   }
+  out.groups.resize(kept);
   return out;
 }
 

@@ -15,6 +15,18 @@
 // matcher of this grammar; the object is immutable apart from the cache, which is guarded by a
 // shared mutex, so it is safe to use from many threads.
 //
+// Shared entries. A counted string (`[a-z]{1,255}`, maxLength) has one DFA state per position,
+// and each would pay a walk of the whole trie. For a one-element frontier whose terminal has
+// at least Limits::mask_share_min_states states, the entry is instead assembled from two walks:
+// the *short* part (trie nodes at depth <= D, the vocabulary's share depth) is walked from a
+// representative of the state's ≈_D class (state_equiv.hpp) and cached per class — every
+// position with more than D characters left shares it — and the *long* part (the few nodes
+// deeper than D: tokens longer than D bytes) is walked from the real state. The two parts
+// together hold exactly what one full walk from the real state would: ≈_D states agree on
+// every path of at most D bytes and reach identical states wherever a terminal can end, so the
+// short part's groups are valid for the real state too. The assembled entry keeps the short
+// part's groups by pointer (`shared`).
+//
 // Slots. A grammar with slot terminals (`${name}`) is a *skeleton*: it cannot be matched until
 // bind() supplies each slot's values. A binding is a small CompiledGrammar that shares the
 // skeleton's immutable parts (lowered grammar, terminal DFAs, vocabulary and token trie) and
@@ -28,15 +40,19 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "grammar.hpp"
+#include "state_equiv.hpp"
 #include "vocab.hpp"
 
 namespace corral {
+
+class MaskPool;
 
 struct FrontierEntry {
   // Tokens allowed outright: dense mask words (always for whole-vocabulary entries), or a
@@ -49,6 +65,9 @@ struct FrontierEntry {
     std::vector<std::uint32_t> dead;   // vocabulary-trie nodes where tokens leave the terminals
   };
   std::vector<Group> groups;
+  // Further groups, shared with the entries of equivalent states (see the header); the matcher
+  // processes them like `groups`. Null when there are none.
+  std::shared_ptr<const FrontierEntry> shared;
   std::size_t memory_bytes = 0;
 };
 
@@ -133,7 +152,11 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   /// Cache figures of this object only (for a binding: the slot-dependent entries).
   std::size_t cache_entries() const;
   std::size_t cache_bytes() const;
+  /// Short parts shared by equivalent states (see the header).
+  std::size_t shared_entries() const;
   std::uint64_t cache_hits() const { return hits_.load(); }
+  /// Misses served by the vocabulary's pool (entries another grammar computed).
+  std::uint64_t pool_hits() const { return pool_hits_.load(); }
   std::uint64_t cache_misses() const { return misses_.load(); }
 
  private:
@@ -146,7 +169,15 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
                   std::vector<std::int32_t> slot_terminals, std::vector<Dfa> slot_dfas);
 
  private:
-  FrontierEntry compute_entry(const std::vector<std::uint64_t>& key) const;
+  // Which trie nodes a walk covers: all of them, only those at depth <= D (the short part),
+  // or only the tokens and dead nodes deeper than D (the long part).
+  enum class WalkPart { All, Short, Long };
+  FrontierEntry compute_entry(const std::vector<std::uint64_t>& key, WalkPart part) const;
+  /// Does the entry for `key` come from a shared short part? If so, `rep_key` is the key of
+  /// that part (the state replaced by its ≈_D representative).
+  bool share_key(const std::vector<std::uint64_t>& key, std::vector<std::uint64_t>& rep_key) const;
+  /// The cached short part for a representative key (computed on a miss).
+  std::shared_ptr<const FrontierEntry> short_entry(const std::vector<std::uint64_t>& rep_key) const;
   /// Does a frontier key read a slot terminal (so its entry belongs to the binding)?
   bool key_reads_slot(const std::vector<std::uint64_t>& key) const;
 
@@ -165,7 +196,17 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
   mutable std::size_t cache_bytes_ = 0;
-  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0};
+  mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> short_cache_;
+  // Per terminal, its ≈_D classes (built on first use; guarded by equiv_mu_).
+  mutable std::mutex equiv_mu_;
+  mutable std::vector<std::unique_ptr<BoundedEquivalence>> equiv_;
+  // The vocabulary's cross-grammar pool (mask_pool.hpp) and, per terminal, its pool id
+  // (-2: not asked yet; -1: not pooled), guarded by equiv_mu_.
+  std::shared_ptr<MaskPool> pool_;
+  mutable std::vector<std::int32_t> pool_ids_;
+  /// The pool key for `key` (empty when a terminal is not pooled).
+  std::vector<std::uint64_t> pool_key(const std::vector<std::uint64_t>& key) const;
+  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0}, pool_hits_{0};
   struct SigHash {
     std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }
   };

@@ -486,6 +486,18 @@ std::string Dfa::shortest_completion(std::int32_t state) const {
   return out;
 }
 
+std::uint64_t Dfa::fingerprint() const {
+  std::uint64_t h = 0xCBF29CE484222325ull ^ static_cast<std::uint32_t>(start_) ^ (std::uint64_t{num_classes_} << 32);
+  auto mix = [&h](std::uint64_t x) {
+    h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0x100000001B3ull;
+  };
+  for (std::uint8_t c : classes_) mix(c);
+  for (std::uint8_t a : accepting_) mix(a);
+  for (std::int32_t t : table_) mix(static_cast<std::uint32_t>(t));
+  return h;
+}
+
 std::size_t Dfa::memory_bytes() const {
   return sizeof(Dfa) + class_rep_.capacity() + table_.capacity() * sizeof(std::int32_t) +
          accepting_.capacity() + dist_.capacity() * sizeof(std::uint32_t) + toward_.capacity();

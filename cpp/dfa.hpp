@@ -57,6 +57,14 @@ class Dfa {
 
   /// Bytes of memory held (for cache accounting).
   std::size_t memory_bytes() const;
+  /// Same automaton, state for state (start, byte classes, transitions, accepting states):
+  /// then mask entries computed for one are valid for the other.
+  bool same_as(const Dfa& o) const {
+    return start_ == o.start_ && num_classes_ == o.num_classes_ && classes_ == o.classes_ &&
+           accepting_ == o.accepting_ && table_ == o.table_;
+  }
+  /// A hash of what same_as compares.
+  std::uint64_t fingerprint() const;
 
  private:
   std::int32_t start_ = kDead;

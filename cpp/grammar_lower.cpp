@@ -350,10 +350,12 @@ class Lowerer {
 
   // A regular piece small enough to become (part of) one terminal. Bigger regular pieces —
   // typically a bounded repetition like (item){0,1000} — are lowered as grammar repetition of a
-  // smaller terminal instead, so a large bound costs productions, not DFA states.
+  // smaller terminal instead, so a large bound costs productions, not DFA states. Exception: a
+  // *big piece* (below) stays one automaton.
   bool mergeable(const NodePtr& n) const {
     if (!is_regular(n)) return false;
     if (estimate_nfa_size(n) <= merge_cap()) return true;
+    if (big_piece(n)) return true;
     // Too big for one terminal: split it, unless splitting needs too many productions (then
     // the DFA limits decide, which the caller may have raised for exactly this regex).
     if (n->kind == NodeKind::Repeat) {
@@ -363,6 +365,49 @@ class Lowerer {
     return n->kind != NodeKind::Concat && n->kind != NodeKind::Alt;
   }
   std::uint64_t merge_cap() const { return std::max<std::uint64_t>(1000, limits_.max_nfa_states / 25); }
+
+  // Big pieces: regular pieces over merge_cap that still become one terminal, together with
+  // the small pieces around them (the quotes of a string), because splitting them costs far
+  // more at decode time than their automaton costs to build:
+  //  * a counted repetition of a short, bounded-length piece — one character of a counted
+  //    string, `"(char){1,255}"` — up to counted_cap NFA states: its DFA grows linearly with
+  //    the bound, and the mask entries of its positions are shared (compiled_grammar.hpp);
+  //    as grammar repetition every token crossing a character would be a parser step, and a
+  //    terminal that can end after every character makes every token a split;
+  //  * `&` / `-`, which are one automaton anyway (their operands are always inlined);
+  //  * a sequence of small pieces and at most one big piece.
+  static constexpr std::uint64_t kCountedBody = 64;
+  std::uint64_t counted_cap() const { return limits_.max_nfa_states / 4; }
+  static bool bounded_length(const Node& n) {
+    if (n.kind == NodeKind::RuleRef || n.kind == NodeKind::Intersect || n.kind == NodeKind::Difference) return false;
+    if (n.kind == NodeKind::Repeat && n.max == Node::kUnbounded) return false;
+    for (const auto& k : n.kids)
+      if (!bounded_length(*k)) return false;
+    return true;
+  }
+  bool big_piece(const NodePtr& n) const {
+    switch (n->kind) {
+      case NodeKind::Repeat:
+        return n->max != Node::kUnbounded && estimate_nfa_size(n->kids[0]) <= kCountedBody &&
+               bounded_length(*n->kids[0]) && estimate_nfa_size(n) <= counted_cap();
+      case NodeKind::Intersect:
+      case NodeKind::Difference:
+        return true;
+      case NodeKind::Concat: {
+        std::uint64_t small = 0;
+        int big = 0;
+        for (const auto& k : n->kids) {
+          const std::uint64_t sz = estimate_nfa_size(k);
+          if (sz <= merge_cap()) small += sz;
+          else if (big_piece(k)) ++big;
+          else return false;
+        }
+        return big <= 1 && small <= merge_cap();
+      }
+      default:
+        return false;
+    }
+  }
 
   std::vector<Seq> lower_alts(const NodePtr& n) {
     if (n->kind == NodeKind::Empty) return {Seq{}};
@@ -383,17 +428,25 @@ class Lowerer {
     Seq out;
     if (n->kind == NodeKind::Concat) {
       std::vector<NodePtr> run;  // pending regular pieces, merged into one terminal
-      std::uint64_t run_size = 0;
+      std::uint64_t run_size = 0;  // of the small pieces
+      bool run_big = false;        // holds a big piece (at most one per terminal)
       auto flush = [&] {
         if (run.empty()) return;
         out.push_back(terminal_symbol(run.size() == 1 ? run[0] : make_concat(run)));
         run.clear();
         run_size = 0;
+        run_big = false;
       };
       for (const auto& k : n->kids) {
         if (k->kind == NodeKind::Empty) continue;
         if (mergeable(k)) {
           const std::uint64_t sz = estimate_nfa_size(k);
+          if (sz > merge_cap() && big_piece(k)) {
+            if (run_big) flush();
+            run.push_back(k);
+            run_big = true;
+            continue;
+          }
           if (run_size + sz > merge_cap()) flush();
           run.push_back(k);
           run_size += sz;

@@ -43,6 +43,14 @@ struct Limits {
   /// binding: bounds the trie built at bind time. The slot's DFA also counts against
   /// max_dfa_states (its dense table is states x byte classes x 4 bytes).
   std::uint32_t max_slot_bytes = 1 << 20;
+  /// Mask entries of equivalent DFA states are shared (compiled_grammar.hpp) for terminals
+  /// with at least this many states: a counted string's positions then cost one full trie walk
+  /// instead of one each, plus a walk of the vocabulary's few long tokens per position. Cost:
+  /// a lazily built class table, about (share depth + 1) ints per state queried nearby.
+  /// Entries are also shared across grammars on one vocabulary whose terminals have the same
+  /// automaton (mask_pool.hpp). 2^32 - 1 turns both off: every frontier of the grammar walks
+  /// the whole trie itself (the reference path the tests compare with).
+  std::uint32_t mask_share_min_states = 64;
 };
 
 /// A deadline checked at loop heads of long-running compile stages.

@@ -80,37 +80,41 @@ void Matcher::mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size
   } else {
     for (std::int32_t t : entry->allowed_ids) urow[static_cast<std::size_t>(t) >> 5] |= 1u << (t & 31);
   }
-  if (entry->groups.empty()) return;
+  if (entry->groups.empty() && !entry->shared) return;
   parser_work_ = true;
   const TokenTrie& t = vocab.trie();
   const std::size_t n_items = sc.item_elem.size();
-  for (const auto& g : entry->groups) {
-    sc.mapped.resize(n_items);
-    for (std::size_t i = 0; i < n_items; ++i)
-      sc.mapped[i] = sc.item_elem[i] == ~0u ? -1 : g.states[sc.item_elem[i]];
-    const std::size_t before = parser_.num_sets();
-    if (!parser_.push_states(sc.mapped.data())) continue;
-    const std::size_t base = parser_.num_sets();  // parser state at the split node
-    const TokenTrie& h = g.heads;
-    std::uint32_t i = 1;
-    while (i < h.num_nodes()) {
-      parser_.pop_to(base + h.depth(i) - 1);
-      if (!parser_.push_byte(h.byte(i))) {
-        i = h.subtree_end(i);
-        continue;
+  auto check_groups = [&](const std::vector<FrontierEntry::Group>& groups) {
+    for (const auto& g : groups) {
+      sc.mapped.resize(n_items);
+      for (std::size_t i = 0; i < n_items; ++i)
+        sc.mapped[i] = sc.item_elem[i] == ~0u ? -1 : g.states[sc.item_elem[i]];
+      const std::size_t before = parser_.num_sets();
+      if (!parser_.push_states(sc.mapped.data())) continue;
+      const std::size_t base = parser_.num_sets();  // parser state at the split node
+      const TokenTrie& h = g.heads;
+      std::uint32_t i = 1;
+      while (i < h.num_nodes()) {
+        parser_.pop_to(base + h.depth(i) - 1);
+        if (!parser_.push_byte(h.byte(i))) {
+          i = h.subtree_end(i);
+          continue;
+        }
+        // Each dead node with this head: its own tokens are valid; below it, recurse from the
+        // parser state after the head (its lexical part is cached per frontier and subtree).
+        for (const std::int32_t* x = h.tokens_begin(i); x != h.tokens_end(i); ++x) {
+          const std::uint32_t dead = g.dead[static_cast<std::size_t>(*x)];
+          for (const std::int32_t* tok = t.tokens_begin(dead); tok != t.tokens_end(dead); ++tok)
+            urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
+          if (dead + 1 < t.subtree_end(dead)) mark_allowed(urow, dead, level + 1);
+        }
+        ++i;
       }
-      // Each dead node with this head: its own tokens are valid; below it, recurse from the
-      // parser state after the head (its lexical part is cached per frontier and subtree).
-      for (const std::int32_t* x = h.tokens_begin(i); x != h.tokens_end(i); ++x) {
-        const std::uint32_t dead = g.dead[static_cast<std::size_t>(*x)];
-        for (const std::int32_t* tok = t.tokens_begin(dead); tok != t.tokens_end(dead); ++tok)
-          urow[static_cast<std::size_t>(*tok) >> 5] |= 1u << (*tok & 31);
-        if (dead + 1 < t.subtree_end(dead)) mark_allowed(urow, dead, level + 1);
-      }
-      ++i;
+      parser_.pop_to(before);
     }
-    parser_.pop_to(before);
-  }
+  };
+  check_groups(entry->groups);
+  if (entry->shared) check_groups(entry->shared->groups);
 }
 
 void Matcher::fill_next_token_bitmask(std::int32_t* row) {

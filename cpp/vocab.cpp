@@ -49,11 +49,24 @@ TokenTrie TokenTrie::build(std::vector<std::pair<std::string_view, std::int32_t>
     t.toks_.insert(t.toks_.end(), v.begin(), v.end());
   }
   t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
+  // Deepest token per subtree: in preorder a node's subtree is [n, subtree_end(n)), so a
+  // reverse scan folds each node into its parent (found with a path stack on a forward scan).
+  const std::uint32_t nodes = t.num_nodes();
+  std::vector<std::uint32_t> parent(nodes, 0), at_depth(t.max_depth_ + 1, 0);
+  for (std::uint32_t i = 1; i < nodes; ++i) {
+    parent[i] = at_depth[t.depth_[i] - 1];
+    at_depth[t.depth_[i]] = i;
+  }
+  t.max_token_depth_.assign(nodes, 0);
+  for (std::uint32_t i = nodes; i-- > 0;) {
+    if (t.tok_begin_[i] != t.tok_begin_[i + 1]) t.max_token_depth_[i] = std::max(t.max_token_depth_[i], t.depth_[i]);
+    if (i > 0) t.max_token_depth_[parent[i]] = std::max(t.max_token_depth_[parent[i]], t.max_token_depth_[i]);
+  }
   return t;
 }
 
 std::size_t TokenTrie::memory_bytes() const {
-  return byte_.size() * (1 + 4 + 4 + 4) + toks_.size() * 4;
+  return byte_.size() * (1 + 4 + 4 + 4 + 4) + toks_.size() * 4;
 }
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<std::int32_t>& special_ids,
@@ -81,7 +94,40 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<std::i
     if (eos) continue;  // EOS is governed by the grammar's accepting state, never by its bytes
     entries.emplace_back(tokens_[static_cast<std::size_t>(i)], static_cast<std::int32_t>(i));
   }
-  trie_ = TokenTrie::build(std::move(entries));
+  trie_ = TokenTrie::build(entries);
+  // Share depth: the smallest D >= 8 whose "long" nodes (a token deeper than D below) are at
+  // most 1/16 of the trie, so walking them per state costs a small share of a full walk.
+  const std::uint32_t maxd = trie_.max_depth();
+  std::vector<std::uint64_t> with_depth(maxd + 1, 0);  // nodes whose deepest token is at d
+  for (std::uint32_t i = 1; i < trie_.num_nodes(); ++i) ++with_depth[trie_.max_token_depth(i)];
+  share_depth_ = maxd;
+  std::uint64_t long_nodes = 0;  // nodes with a token deeper than share_depth_ below
+  for (std::uint32_t d = maxd; d > 8; --d) {
+    if ((long_nodes + with_depth[d]) * 16 > trie_.num_nodes()) break;
+    long_nodes += with_depth[d];
+    share_depth_ = d - 1;
+  }
+  // The long tokens' own trie, and where its nodes are in trie_: follow a token below each
+  // node up from that token's end node in trie_.
+  std::vector<std::pair<std::string_view, std::int32_t>> long_entries;
+  for (const auto& e : entries)
+    if (e.first.size() > share_depth_) long_entries.push_back(e);
+  long_trie_ = TokenTrie::build(std::move(long_entries));
+  std::vector<std::uint32_t> parent(trie_.num_nodes(), 0), at_depth(trie_.max_depth() + 1, 0);
+  std::vector<std::uint32_t> end_node(tokens_.size(), 0);
+  for (std::uint32_t i = 1; i < trie_.num_nodes(); ++i) {
+    parent[i] = at_depth[trie_.depth(i) - 1];
+    at_depth[trie_.depth(i)] = i;
+    for (const std::int32_t* t = trie_.tokens_begin(i); t != trie_.tokens_end(i); ++t) end_node[static_cast<std::size_t>(*t)] = i;
+  }
+  long_to_full_.assign(long_trie_.num_nodes(), 0);
+  for (std::uint32_t i = 1; i < long_trie_.num_nodes(); ++i) {
+    std::uint32_t leaf = i;
+    while (long_trie_.tokens_begin(leaf) == long_trie_.tokens_end(leaf)) ++leaf;
+    std::uint32_t n = end_node[static_cast<std::size_t>(*long_trie_.tokens_begin(leaf))];
+    while (trie_.depth(n) > long_trie_.depth(i)) n = parent[n];
+    long_to_full_[i] = n;
+  }
 }
 
 bool Vocabulary::is_eos(std::int32_t id) const {

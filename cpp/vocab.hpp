@@ -5,9 +5,16 @@
 //      are not in it, so no byte-level walk can ever allow them).
 // Knows nothing about grammars. The trie is stored in preorder with each node's subtree end, so
 // a mask computation walks it as a flat array and skips a dead subtree with one assignment.
+// Vocabulary-level summary (computed once, shared by every grammar compiled on the vocabulary):
+// per trie node, the depth of the deepest token in its subtree, and the *share depth* D — the
+// smallest token length such that the nodes on paths to longer tokens are a small share of the
+// trie. Mask entries of automaton states that agree on every path of at most D bytes are shared
+// (compiled_grammar.hpp); only the few longer tokens are walked per state.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +35,8 @@ class TokenTrie {
   const std::int32_t* tokens_begin(std::uint32_t n) const { return toks_.data() + tok_begin_[n]; }
   const std::int32_t* tokens_end(std::uint32_t n) const { return toks_.data() + tok_begin_[n + 1]; }
   std::uint32_t max_depth() const { return max_depth_; }
+  /// Depth of the deepest node holding a token in n's subtree (n included; 0 for none).
+  std::uint32_t max_token_depth(std::uint32_t n) const { return max_token_depth_[n]; }
   std::size_t memory_bytes() const;
 
  private:
@@ -36,6 +45,7 @@ class TokenTrie {
   std::vector<std::uint32_t> subtree_end_;
   std::vector<std::uint32_t> tok_begin_;  // num_nodes + 1
   std::vector<std::int32_t> toks_;
+  std::vector<std::uint32_t> max_token_depth_;
   std::uint32_t max_depth_ = 0;
 };
 
@@ -57,6 +67,22 @@ class Vocabulary {
   const std::vector<std::string>& tokens() const { return tokens_; }
   const std::vector<std::uint8_t>& special_flags() const { return special_; }
   const TokenTrie& trie() const { return trie_; }
+  /// Share depth D (see the header): at least 8, at most the longest token; the trie nodes
+  /// with a token deeper than D below them are at most 1/16 of all nodes.
+  std::uint32_t share_depth() const { return share_depth_; }
+  /// The trie of the tokens longer than the share depth only: a small, contiguous copy of the
+  /// paths a per-state long walk visits (cache-friendly, unlike those paths scattered through
+  /// trie()). long_to_full maps its nodes deeper than the share depth to trie() nodes (with the
+  /// same subtree of tokens there, as every token below such a node is long).
+  const TokenTrie& long_trie() const { return long_trie_; }
+  std::uint32_t long_to_full(std::uint32_t n) const { return long_to_full_[n]; }
+  /// An object of the mask layer that lives as long as the vocabulary (the cross-grammar mask
+  /// pool, mask_pool.hpp); the vocabulary only stores it. Created by `make` on first use.
+  std::shared_ptr<void> attachment(std::shared_ptr<void> (*make)()) const {
+    std::lock_guard<std::mutex> lock(*attach_mu_);
+    if (!attachment_) attachment_ = make();
+    return attachment_;
+  }
 
  private:
   std::vector<std::string> tokens_;
@@ -64,6 +90,11 @@ class Vocabulary {
   std::vector<std::int32_t> eos_;
   std::uint32_t width_;
   TokenTrie trie_;
+  std::uint32_t share_depth_ = 0;
+  TokenTrie long_trie_;
+  std::vector<std::uint32_t> long_to_full_;
+  std::shared_ptr<std::mutex> attach_mu_ = std::make_shared<std::mutex>();
+  mutable std::shared_ptr<void> attachment_;
 };
 
 }  // namespace corral

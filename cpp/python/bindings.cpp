@@ -59,6 +59,7 @@ Limits limits_from(const nb::dict& d) {
     else if (key == "max_mask_memo_mb") l.max_mask_memo_mb = val;
     else if (key == "max_slot_values") l.max_slot_values = val;
     else if (key == "max_slot_bytes") l.max_slot_bytes = val;
+    else if (key == "mask_share_min_states") l.mask_share_min_states = val;
     else throw nb::type_error(("unknown limit '" + key + "'").c_str());
   }
   return l;
@@ -77,6 +78,7 @@ nb::dict default_limits() {
   d["max_mask_memo_mb"] = l.max_mask_memo_mb;
   d["max_slot_values"] = l.max_slot_values;
   d["max_slot_bytes"] = l.max_slot_bytes;
+  d["mask_share_min_states"] = l.mask_share_min_states;
   return d;
 }
 
@@ -225,6 +227,8 @@ NB_MODULE(_core, m) {
         d["hits"] = g.cache_hits();
         d["misses"] = g.cache_misses();
         d["memo_entries"] = g.memo_entries();
+        d["shared_entries"] = g.shared_entries();
+        d["pool_hits"] = g.pool_hits();
         d["bindings"] = g.bindings_made();
         d["slot_states"] = g.slot_states();
         return d;

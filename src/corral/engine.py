@@ -69,7 +69,12 @@ matcher enters its error state instead of exhausting memory),
 compiled grammar; 16 KiB per mask at a 128k vocabulary; 0 disables),
 ``max_slot_values`` (100,000; values bound to one slot by one ``bind``),
 ``max_slot_bytes`` (1 MiB; bytes of one slot's values as spelled in the output; the slot's
-automaton also counts against ``max_dfa_states``).
+automaton also counts against ``max_dfa_states``),
+``mask_share_min_states`` (64; terminals with at least this many DFA states share the mask
+entries of states that agree on every path up to the vocabulary's share depth, so a counted
+string's positions cost one trie walk instead of one each; a lazily built class table of about
+share-depth + 1 ints per state queried; ``2**32 - 1`` turns sharing off, and with it the
+per-vocabulary pool of entries shared by grammars whose terminals have the same automaton).
 """
 
 

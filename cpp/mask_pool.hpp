@@ -1,0 +1,48 @@
+// mask_pool.hpp — frontier entries shared by every grammar compiled on one vocabulary.
+//
+// In:  frontier keys of any CompiledGrammar on the vocabulary, rewritten over *pool DFA ids*.
+// Out: the cached FrontierEntry for such a key, or null.
+// A frontier entry depends only on the key's automata (their states, byte classes, accepting
+// states), each terminal's `followable` flag, the key's states and subtree, and the vocabulary
+// (its trie and share depth). So two grammars whose terminals have the *same* automaton — the
+// plain JSON string, any-value pieces, the same format or pattern — can share entries: the pool
+// gives each distinct automaton an id, found by fingerprint and confirmed by an exact
+// comparison (Dfa::same_as), and keys entries by (id, followable, state). A new schema then
+// finds the string-interior and free-form entries warm instead of walking the trie for each.
+// The pool keeps the automata it compares against alive (aliasing the grammars that own them).
+// Bounded: automata of at most kMaxDfaStates states, at most kMaxDfas of them, and entries up
+// to kMaxBytes in all (then the entries are dropped, cheap to refill). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "compiled_grammar.hpp"
+
+namespace corral {
+
+class MaskPool {
+ public:
+  static constexpr std::uint32_t kMaxDfaStates = 1 << 16;
+  static constexpr std::size_t kMaxDfas = 1 << 14;
+  static constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
+
+  /// The pool id of `dfa` (kept alive through `owner`), registering it if new; -1 when it is
+  /// not pooled (too big, or the pool holds kMaxDfas automata).
+  std::int32_t dfa_id(const Dfa& dfa, std::shared_ptr<const void> owner);
+  std::shared_ptr<const FrontierEntry> get(const std::vector<std::uint64_t>& key) const;
+  void put(const std::vector<std::uint64_t>& key, std::shared_ptr<const FrontierEntry> entry);
+  std::size_t entries() const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_multimap<std::uint64_t, std::pair<std::int32_t, std::shared_ptr<const Dfa>>> dfas_;
+  std::size_t num_dfas_ = 0;
+  std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> entries_;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace corral
