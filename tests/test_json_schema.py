@@ -546,3 +546,19 @@ def test_pretty_recursion_is_exact(tok: corral.Tokenizer) -> None:
         node = {"value": i, "children": [node]}
     assert _accepts(g, json.dumps(node, indent=1))
     assert not _accepts(g, json.dumps({"value": 1, "children": [{"value": 2}]}, indent=3))
+
+
+def test_wide_objects_convert_without_deep_recursion(tok: corral.Tokenizer) -> None:
+    """An object with thousands of declared properties is one state per member in the member
+    automaton; building it must not recurse once per member (it raised RecursionError at about
+    1,000 properties)."""
+    import sys
+
+    n = 3000
+    assert n > sys.getrecursionlimit()
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}}
+    schema["additionalProperties"] = False
+    g = corral.compile_json_schema(schema, tok, whitespace="compact")
+    m = g.matcher()
+    assert m.accept_bytes(b'{"p0":1,"p2999":5}') and m.is_accepting()
+    assert not g.matcher().accept_bytes(b'{"p2999":5,"p0":1}')  # declared order, as generated

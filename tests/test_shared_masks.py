@@ -1,6 +1,7 @@
 """Shared mask entries (equivalent DFA states share one walk of the short tokens; see
-cpp/compiled_grammar.hpp) and the per-vocabulary pool (cpp/mask_pool.hpp) give exactly the masks of the plain whole-trie walk, on the real
-vocabularies, at every step of random walks through counted strings — compared in both
+cpp/compiled_grammar.hpp) and the per-vocabulary pool (cpp/mask_pool.hpp) give exactly the
+masks of the plain whole-trie walk, on the real vocabularies, at every step of random walks
+through counted strings — compared in both
 directions (equal bitmask rows), with the plain path forced by ``mask_share_min_states``.
 Allowed and refused tokens are also spot-checked against ``accept_token``."""
 
@@ -35,7 +36,9 @@ def vocab(request: pytest.FixtureRequest) -> corral.Tokenizer:
     return request.getfixturevalue(request.param)
 
 
-def _compare_walks(fast: corral.CompiledGrammar, plain: corral.CompiledGrammar, seed: int, steps: int) -> None:
+def _compare_walks(
+    fast: corral.CompiledGrammar, plain: corral.CompiledGrammar, seed: int, steps: int
+) -> None:
     tok = fast.tokenizer
     lengths = np.array([len(b) for b in tok.token_bytes])
     rng = random.Random(seed)

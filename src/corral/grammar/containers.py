@@ -20,7 +20,7 @@ are never written, so the grammar has no dead ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 __all__ = ["ArrayItems", "Member", "ObjectMembers", "TooManyStates"]
@@ -89,7 +89,16 @@ class ObjectMembers:
                 by_body[body] = hit
             return hit
 
-        def state(i: int, c: int, md: int, req: frozenset[int], forb: frozenset[int]) -> str | None:
+        # One state per (member index, count, layout mode, required set, forbidden set); a
+        # state's rule needs the rules of the states after it. Written as a generator that
+        # yields the state it needs next (run by `solve` with an explicit stack), so an object
+        # with thousands of members never recurses thousands of frames deep; the evaluation
+        # order, and so every rule name, is the recursive one.
+        Key = tuple[int, int, int, frozenset[int], frozenset[int]]
+
+        def state(
+            i: int, c: int, md: int, req: frozenset[int], forb: frozenset[int]
+        ) -> Generator[Key, str | None, str | None]:
             key = (i, c, md, req, forb)
             if key in memo:
                 return memo[key]
@@ -108,14 +117,14 @@ class ObjectMembers:
                 forb2 = frozenset(x for x in forb if x > i)
                 if not req2 & forb2:
                     c2 = c + 1 if self.max_count is not None else min(c + 1, cap)
-                    nxt = state(i + 1, c2, AFTER, req2, forb2)
+                    nxt = yield (i + 1, c2, AFTER, req2, forb2)
                     if nxt is not None:
                         alts.append(f"{sep} {m.text} {nxt}".strip())
             if not m.required and i not in req:
                 forb2 = frozenset(x for x in forb | dependents.get(i, set()) if x > i)
                 req2 = frozenset(x for x in req if x > i)
                 if not req2 & forb2:
-                    nxt = state(i + 1, c, md, req2, forb2)
+                    nxt = yield (i + 1, c, md, req2, forb2)
                     if nxt is not None:
                         alts.append(nxt)
             if not alts:
@@ -127,8 +136,22 @@ class ObjectMembers:
             memo[key] = out
             return out
 
+        def solve(first: Key) -> str | None:
+            stack = [state(*first)]
+            value: str | None = None
+            while stack:
+                try:
+                    need = stack[-1].send(value)
+                except StopIteration as done:
+                    stack.pop()
+                    value = done.value
+                    continue
+                stack.append(state(*need))
+                value = None
+            return value
+
         self.cut = False
-        start = state(0, 0, mode, frozenset(), frozenset())
+        start = solve((0, 0, mode, frozenset(), frozenset()))
         if start is None and self.cut:
             raise TooManyStates
         return start
