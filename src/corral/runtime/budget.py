@@ -31,7 +31,7 @@ from corral.errors import BudgetError
 from corral.runtime.masks import allow_only, allowed_ids
 from corral.runtime.tokens import TokenTools
 
-__all__ = ["check_need", "fits", "guard_best", "needed_tokens", "steer_to_budget"]
+__all__ = ["check_need", "fits", "fits_token", "guard_best", "needed_tokens", "steer_to_budget"]
 
 # Candidates tried, best score first, before falling back to the shortest completion's first token.
 _MAX_TRIES = 32
@@ -67,7 +67,7 @@ def check_need(matcher: Matcher, tools: TokenTools, max_new_tokens: int) -> None
         )
 
 
-def _fits(m: Matcher, tools: TokenTools, eos: set[int], t: int, remaining: int) -> bool:
+def fits_token(m: Matcher, tools: TokenTools, eos: set[int], t: int, remaining: int) -> bool:
     """Would committing token ``t`` leave the output completable in ``remaining - 1`` tokens?"""
     if t in eos:
         return m.is_accepting()
@@ -110,7 +110,7 @@ def steer_to_budget(
         return False
     allowed = allowed_ids(mask_row, tools.tokenizer.width)
     order = allowed[np.argsort(-_scores(row_scores, allowed))][:_MAX_TRIES]
-    choice = next((t for t in order.tolist() if _fits(m, tools, eos, t, remaining)), None)
+    choice = next((t for t in order.tolist() if fits_token(m, tools, eos, t, remaining)), None)
     allow_only(mask_row, _fallback(m, tools, eos) if choice is None else choice)
     return True
 
@@ -125,7 +125,7 @@ def guard_best(
     for tries, t in enumerate(best):
         if tries >= _MAX_TRIES:
             break
-        if _fits(m, tools, eos, t, remaining):
+        if fits_token(m, tools, eos, t, remaining):
             return
         mask_row[t >> 5] &= np.int32(np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF).view(np.int32))
     allow_only(mask_row, _fallback(m, tools, eos))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from corral.engine import Matcher, fill_next_token_bitmasks
-from corral.runtime.budget import guard_best, steer_to_budget
+from corral.runtime.budget import fits_token, guard_best, steer_to_budget
 from corral.runtime.masks import allow_only, apply_token_bitmask_
 from corral.runtime.tokens import TokenTools
 from corral.tokenizer import Tokenizer
@@ -94,13 +94,30 @@ class MaskKernel:
             ):
                 guarded.append(k)
         apply_token_bitmask_(logits, mask, [r.index for r in rows])
-        for k in guarded:
+        if not guarded:
+            return logits
+        # The best token of every guarded row in one call (one device round trip); a row whose
+        # best token does not fit falls back to the lazy best-first order.
+        best = _argmax_rows(logits, [rows[k].index for k in guarded])
+        for k, t in zip(guarded, best, strict=True):
             r = rows[k]
             assert r.matcher is not None and r.remaining is not None
+            if fits_token(r.matcher, self.tools, self.eos, t, r.remaining):
+                continue
             guard_best(r.matcher, self.tools, self.eos, mask[k], _best_first(logits, r.index), r.remaining)
-            # Re-apply the (possibly narrowed) row: cleared tokens become -inf.
+            # Re-apply the narrowed row: cleared tokens become -inf.
             apply_token_bitmask_(logits, mask[k : k + 1], [r.index])
         return logits
+
+
+def _argmax_rows(logits: Any, indices: list[int]) -> list[int]:
+    """The argmax of each of the given logits rows."""
+    if hasattr(logits, "detach"):
+        import torch
+
+        idx = torch.tensor(indices, dtype=torch.long, device=logits.device)
+        return [int(i) for i in torch.argmax(logits.index_select(0, idx), dim=-1).tolist()]
+    return [int(i) for i in np.argmax(np.asarray(logits)[indices], axis=-1).tolist()]
 
 
 def _best_first(logits: Any, index: int) -> Iterator[int]:
