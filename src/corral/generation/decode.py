@@ -40,7 +40,7 @@ from corral.runtime.budget import check_need, fits, needed_tokens  # noqa: F401 
 from corral.runtime.jump import forced_tokens
 from corral.runtime.masks import apply_token_bitmask_, full_bitmask
 from corral.runtime.sampling import SamplingParams, make_generator, sample
-from corral.runtime.tokens import TokenTools, any_allowed
+from corral.runtime.tokens import TokenTools, any_allowed, tools_for
 
 __all__ = [
     "BudgetError",
@@ -420,17 +420,8 @@ class DecodeEngine:
         return picked
 
 
-_TOOLS: dict[int, tuple[Any, TokenTools]] = {}
-
-
 def _tools_for(backend: Backend) -> TokenTools:
-    """TokenTools are built once per tokenizer (sorting the vocabulary costs ~50 ms)."""
-    key = id(backend.tokenizer)
-    hit = _TOOLS.get(key)
-    if hit is None or hit[0] is not backend.tokenizer:
-        hit = (backend.tokenizer, TokenTools(backend.tokenizer))
-        _TOOLS[key] = hit
-    return hit[1]
+    return tools_for(backend.tokenizer)
 
 
 def decode(

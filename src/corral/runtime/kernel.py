@@ -24,7 +24,7 @@ import numpy as np
 from corral.engine import Matcher, fill_next_token_bitmasks
 from corral.runtime.budget import fits_token, guard_best, steer_to_budget
 from corral.runtime.masks import allow_only, apply_token_bitmask_
-from corral.runtime.tokens import TokenTools
+from corral.runtime.tokens import tools_for
 from corral.tokenizer import Tokenizer
 
 __all__ = ["MaskKernel", "MaskRow"]
@@ -57,7 +57,7 @@ class MaskKernel:
 
     def __init__(self, tokenizer: Tokenizer, *, threads: int = 0, margin: int = 16) -> None:
         self.tokenizer = tokenizer
-        self.tools = TokenTools(tokenizer)
+        self.tools = tools_for(tokenizer)
         self.eos = set(tokenizer.eos_ids)
         self.end_token = min(self.eos) if self.eos else 0
         self.words = (tokenizer.width + 31) // 32
