@@ -18,7 +18,7 @@ __all__ = ["main"]
 
 def build_parser() -> argparse.ArgumentParser:
     from corral import __version__
-    from corral.cli import classify_cmd, generate_cmd, serve_cmd
+    from corral.cli import classify_cmd, generate_cmd, lint_cmd, serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="corral",
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate_cmd.add_parser(sub)
     classify_cmd.add_parser(sub)
     serve_cmd.add_parser(sub)
+    lint_cmd.add_parser(sub)
     return parser
 
 
