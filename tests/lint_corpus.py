@@ -106,8 +106,19 @@ CLEAN: list[tuple[str, str, Any]] = [
     ("grammar small", "grammar", 'root ::= "(" num ("," num)* ")"\nnum ::= [0-9]{1,3}\n'),
 ]
 
+CLEAN += [
+    (
+        "words with digits are not ids",
+        "json_schema",
+        {"enum": ["IPv6protocoltranslation", "HTTP2ServerPush"]},
+    ),
+    ("long free string in a schema", "json_schema", {"type": "string", "maxLength": 200}),
+]
+
 # (name, kind, source, expected codes)
 FLAWED: list[tuple[str, str, Any, set[str]]] = [
+    ("maxLength past the counted budget", "json_schema", {"type": "string", "maxLength": 2000}, {"W201"}),
+    ("per-request api key", "json_schema", {"const": "tok_8Hq2ZpL0xR4vN7mK1sT9wB3c"}, {"W209"}),
     ("minimum above maximum", "json_schema", {"type": "integer", "minimum": 5, "maximum": 3}, {"E101"}),
     (
         "exclusive bounds equal",
@@ -248,5 +259,4 @@ FLAWED: list[tuple[str, str, Any, set[str]]] = [
     ("schema not an object", "json_schema", "[1, 2]", {"E100"}),
     ("schema bad json text", "json_schema", '{"type": ', {"E100"}),
     ("remote ref", "json_schema", {"$ref": "https://example.com/schema.json"}, {"E100"}),
-    ("regex everything", "regex", "(?s:.*)", {"W302"}),
 ]

@@ -28,7 +28,7 @@ def _codes(result: corral.LintResult) -> set[str]:
 def test_the_corpus_is_large_enough_and_covers_every_static_rule() -> None:
     assert len(CLEAN) + len(FLAWED) >= 40
     expected = set().union(*(codes for *_, codes in FLAWED))
-    static = {c for c in RULES if c not in ("W207", "W208", "W301")}  # tested below
+    static = {c for c in RULES if c not in ("W207", "W208", "W301", "W302")}  # tested below
     assert static <= expected
 
 
@@ -117,7 +117,7 @@ def test_cost_and_tightness_on_a_real_tokenizer(smollm2: corral.Tokenizer) -> No
     # The walk's output is what the constraint accepts.
     assert json.loads(t.sample)["city"] in ("Paris", "Oslo")
     loose = lint("(?s:.*)", kind="regex", tokenizer=tok)
-    assert loose.tightness is not None and loose.tightness.mean_share > 0.5
+    assert loose.tightness is not None and loose.tightness.mean_share > 0.9
     assert _codes(loose) == {"W302"}
 
 

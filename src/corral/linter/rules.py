@@ -91,7 +91,7 @@ _TABLE = [
         "W302",
         "loose-constraint",
         "warning",
-        "the mask allows most of the vocabulary at most steps of a walk",
+        "a regex or grammar whose mask allows over 90% of the vocabulary along a walk",
     ),
 ]
 

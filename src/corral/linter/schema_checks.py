@@ -33,7 +33,7 @@ _PER_REQUEST = [
     ("a UUID", re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
     ("an email address", re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")),
     ("a timestamp", re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")),
-    ("an opaque id", re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_-]{20,}$")),
+    ("a hex id or hash", re.compile(r"^[0-9a-fA-F]{16,}$")),
 ]
 
 
@@ -374,7 +374,7 @@ def _shape(node: dict[str, Any], ptr: str, th: SchemaThresholds, in_not: bool) -
         if not isinstance(v, str):
             continue
         for what, rx in _PER_REQUEST:
-            if rx.search(v):
+            if rx.search(v) or (what == "a hex id or hash" and _opaque(v)):
                 where = f"{ptr}/const" if "const" in node else f"{ptr}/enum/{i}"
                 yield Finding(
                     "W209",
@@ -383,6 +383,17 @@ def _shape(node: dict[str, Any], ptr: str, th: SchemaThresholds, in_not: bool) -
                     where,
                 )
                 break
+
+
+def _opaque(v: str) -> bool:
+    """A random-looking token (an API key, a base64 id): long, mixed case, many digits."""
+    return (
+        len(v) >= 20
+        and re.fullmatch(r"[A-Za-z0-9_-]+", v) is not None
+        and sum(c.isdigit() for c in v) >= len(v) // 5
+        and any(c.islower() for c in v)
+        and any(c.isupper() for c in v)
+    )
 
 
 def _ref_cycles(root: Any) -> Iterator[Finding]:
