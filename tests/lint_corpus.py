@@ -103,6 +103,7 @@ CLEAN: list[tuple[str, str, Any]] = [
     ),
     ("regex date", "regex", r"\d{4}-\d{2}-\d{2}"),
     ("regex choice", "regex", "(yes|no|maybe)"),
+    ("lark small", "lark", 'start: "(" INT ("," INT)* ")"\n%import common.INT\n'),
     ("grammar small", "grammar", 'root ::= "(" num ("," num)* ")"\nnum ::= [0-9]{1,3}\n'),
 ]
 
@@ -255,6 +256,7 @@ FLAWED: list[tuple[str, str, Any, set[str]]] = [
     ("regex lookahead", "regex", "(?=a)a", {"E100"}),
     ("regex empty", "regex", "[^\\x00-\\U0010FFFF]", {"E100"}),
     ("grammar undefined rule", "grammar", 'root ::= "x" missing\n', {"E100"}),
+    ("lark template", "lark", 'start: _l{x}\n_l{a}: a+\nx: "x"\n', {"E100"}),
     ("grammar syntax error", "grammar", 'root ::= ("x"\n', {"E100"}),
     ("schema not an object", "json_schema", "[1, 2]", {"E100"}),
     ("schema bad json text", "json_schema", '{"type": ', {"E100"}),

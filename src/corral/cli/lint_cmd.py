@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
         "lint",
         help="check schemas, regexes and grammars for contradictions, unenforced keywords and cost",
         description=(
-            "Lint JSON Schemas (.json), grammars (.gbnf/.ebnf) and regexes (.regex/.re): errors, "
+            "Lint JSON Schemas (.json), grammars (.gbnf/.ebnf, Lark .lark) and regexes (.regex/.re): errors, "
             "warnings with rule codes, compile cost and mask tightness measured on a tokenizer."
         ),
     )
@@ -75,7 +75,7 @@ def _files(paths: list[Path]) -> list[Path]:
             out += sorted(f for f in p.rglob("*") if f.is_file() and detect_kind(f) is not None)
         elif p.is_file():
             if detect_kind(p) is None:
-                raise ValueError(f"{p}: not a .json schema, .gbnf/.ebnf grammar or .regex/.re file")
+                raise ValueError(f"{p}: not a .json schema, .gbnf/.ebnf/.lark grammar or .regex/.re file")
             out.append(p)
         else:
             raise ValueError(f"{p}: no such file or directory")

@@ -52,12 +52,13 @@ __all__ = [
     "report_json",
 ]
 
-Kind = Literal["json_schema", "regex", "grammar"]
+Kind = Literal["json_schema", "regex", "grammar", "lark"]
 _SUFFIXES: dict[str, Kind] = {
     ".json": "json_schema",
     ".gbnf": "grammar",
     ".ebnf": "grammar",
     ".grammar": "grammar",
+    ".lark": "lark",
     ".regex": "regex",
     ".re": "regex",
 }
@@ -107,7 +108,7 @@ class LintResult:
 
 def detect_kind(path: str | os.PathLike[str]) -> Kind | None:
     """The constraint kind a file's suffix names (``.json`` schema, ``.gbnf``/``.ebnf`` grammar,
-    ``.regex``/``.re`` regex), or None."""
+    ``.lark`` Lark grammar, ``.regex``/``.re`` regex), or None."""
     return _SUFFIXES.get(Path(path).suffix.lower())
 
 
@@ -143,7 +144,8 @@ def lint(
     **options: Any,
 ) -> LintResult:
     """Lint one constraint: a JSON Schema (dict, bool, JSON text or Pydantic type; the default
-    kind), a regex (``kind="regex"``) or a grammar (``kind="grammar"``, GBNF + ``/regex/``).
+    kind), a regex (``kind="regex"``) or a grammar (``kind="grammar"``, GBNF + ``/regex/``;
+    ``kind="lark"``, a Lark grammar).
 
     ``tokenizer`` is the vocabulary cost and tightness are measured on (default: a 256-token
     byte vocabulary, which says little about a real model's masks); ``options`` are the
@@ -151,8 +153,8 @@ def lint(
     ``ignore`` drops findings by rule code. Never raises for a bad constraint: that is an E100
     finding."""
     k: Kind = kind or "json_schema"
-    if k not in ("json_schema", "regex", "grammar"):
-        raise ValueError(f"kind must be json_schema, regex or grammar, got {k!r}")
+    if k not in ("json_schema", "regex", "grammar", "lark"):
+        raise ValueError(f"kind must be json_schema, regex, grammar or lark, got {k!r}")
     tok = tokenizer if tokenizer is not None else byte_tokenizer()
     result = LintResult(source=source, kind=k, tokenizer=tok.name)
     findings: list[Finding] = []
@@ -243,7 +245,7 @@ LINT_REPORT_SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
                 "properties": {
                     "source": {"type": "string"},
-                    "kind": {"enum": ["json_schema", "regex", "grammar"]},
+                    "kind": {"enum": ["json_schema", "regex", "grammar", "lark"]},
                     "tokenizer": {"type": ["string", "null"]},
                     "findings": {"type": "array", "items": _FINDING},
                     "cost": {"type": ["object", "null"]},

@@ -107,7 +107,7 @@ def _compile(
         grammar = compile_regex(source, tok, **limits)
         cost.compile_ms = (time.perf_counter() - t0) * 1e3
     else:
-        grammar = compile_grammar(source, tok, **limits)
+        grammar = compile_grammar(source, tok, syntax="lark" if kind == "lark" else "gbnf", **limits)
         cost.compile_ms = (time.perf_counter() - t0) * 1e3
     text = grammar.grammar_text
     cost.grammar_bytes = len(text.encode("utf-8"))
