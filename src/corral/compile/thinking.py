@@ -46,6 +46,7 @@ from corral.tokenizer import Tokenizer
 __all__ = [
     "MODEL_THINK",
     "PLAIN_THINK",
+    "ReasoningSplitter",
     "Segment",
     "ThinkFormat",
     "read_segments",
@@ -429,3 +430,62 @@ def _read_content(content: str, tag: Mapping[str, Any], reader: Any) -> tuple[An
 def with_format(fmt: ThinkFormat, budget: int | None) -> ThinkFormat:
     """``fmt`` with another budget (a host's per-request override)."""
     return dataclasses.replace(fmt, budget=budget)
+
+
+class ReasoningSplitter:
+    """Splits a stream of text deltas into reasoning and answer deltas, as they arrive:
+    ``feed(delta)`` returns ``[("reasoning" | "content", text), ...]``. Text that may still turn
+    out to be (part of) a marker is held back until it is decided; ``finish()`` returns what is
+    left. The concatenated pieces equal :func:`split_reasoning`'s parts (the markers removed)."""
+
+    def __init__(self, fmt: ThinkFormat, strip_answer: bool = False) -> None:
+        self.fmt = fmt
+        self.strip = strip_answer
+        self.phase = "open"
+        self.buf = ""
+
+    def feed(self, delta: str) -> list[tuple[str, str]]:
+        self.buf += delta
+        out: list[tuple[str, str]] = []
+        if self.phase == "open":
+            o = self.fmt.open.text
+            if self.buf.startswith(o):
+                self.buf = self.buf[len(o) :]
+                self.phase = "think"
+            elif o.startswith(self.buf):
+                return out
+            else:
+                self.phase = "answer"  # an optional block left out
+        if self.phase == "think":
+            c = self.fmt.close.text
+            at = self.buf.find(c)
+            if at >= 0:
+                if at:
+                    out.append(("reasoning", self.buf[:at]))
+                self.buf = self.buf[at + len(c) :]
+                self.phase = "answer"
+            else:
+                keep = next(
+                    (k for k in range(min(len(c) - 1, len(self.buf)), 0, -1) if self.buf.endswith(c[:k])), 0
+                )
+                if len(self.buf) > keep:
+                    out.append(("reasoning", self.buf[: len(self.buf) - keep]))
+                    self.buf = self.buf[len(self.buf) - keep :]
+                return out
+        if self.phase == "answer":
+            if self.strip:
+                self.buf = self.buf.lstrip(" \n")
+                if not self.buf:
+                    return out
+                self.strip = False
+            if self.buf:
+                out.append(("content", self.buf))
+            self.buf = ""
+        return out
+
+    def finish(self) -> list[tuple[str, str]]:
+        if not self.buf:
+            return []
+        kind = "reasoning" if self.phase == "think" else "content"
+        text, self.buf = self.buf, ""
+        return [(kind, text)]
