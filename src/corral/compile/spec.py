@@ -326,7 +326,12 @@ def spec_from_args(
             raise ValueError(f"{where}triggers given without structural_tags")
         tags = norm["structural_tags"]
         norm["structural_tags"] = {"structures": tags, "triggers": norm["triggers"]}
-    thinking = norm.get("thinking")
+    from corral.compile.thinking import thinking_of
+
+    try:
+        thinking = thinking_of(norm.get("thinking"))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}{e}") from None
     given = [k for k in _ARG_KINDS if norm.get(k) is not None and norm.get(k) is not False]
     if len(given) > 1:
         raise ValueError(f"{where}give one constraint, not {' and '.join(given)}")
@@ -336,7 +341,7 @@ def spec_from_args(
     limits = norm.get("limits") or {}
     if not isinstance(limits, Mapping):
         raise TypeError(f"{where}limits must be an object/dict, got {type(limits).__name__}")
-    if not given and thinking not in (None, False):
+    if not given and thinking is not None:
         try:
             return ConstraintSpec.text().with_limits(limits).with_thinking(thinking)
         except (TypeError, ValueError) as e:
@@ -354,7 +359,7 @@ def spec_from_args(
         raise ValueError(f"{where}tool_choice given without tools")
     try:
         spec = _spec_of(kind, value, norm.get("tool_choice"), options)
-        if thinking not in (None, False):
+        if thinking is not None:
             spec = spec.with_thinking(thinking)
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}{e}") from None

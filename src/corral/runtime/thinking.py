@@ -54,14 +54,18 @@ class ThinkBudget:
         self.need, self.path = _spellings(self.close, tools) if not self.close_ids else ([1], [[]])
         if self.close_ids:
             self.need = [1] * len(self.close)
-        self.max_need = max(self.need)
+        # A token may end inside a multi-byte character, which must be finished (up to 3 more
+        # bytes, a token each at worst) before the marker can start: the slack below.
+        self.close_need = max(self.need)
+        self.max_need = self.close_need + 3
         # Writing a forced open marker counts too: need_open[j] finishes it from its j-th byte.
         self.need_open = [1] * len(self.open) if self.open_ids else _spellings(self.open, tools)[0]
         self.forced_open = not fmt.optional
-        if self.budget < self.need_open[0] + self.max_need:
+        self._cache: dict[tuple[str, int], list[int]] = {}
+        if self.budget < self.need_open[0] + self.close_need:
             raise BudgetError(
                 f"thinking budget_tokens={self.budget} cannot hold the think block's markers "
-                f"({self.need_open[0]} + {self.max_need} tokens)"
+                f"({self.need_open[0]} + {self.close_need} tokens)"
             )
         self.reset()
 
@@ -109,7 +113,7 @@ class ThinkBudget:
         matters (a marker spelled in more tokens than it needs)."""
         if self.opened or self.closed or self._skipped or not self.forced_open:
             return False
-        return self.budget - self.used <= self.need_open[len(self.text)] + self.max_need
+        return self.budget - self.used <= self.need_open[len(self.text)] + self.close_need
 
     def _state(self) -> int:
         """``k``: the longest proper prefix of the close marker the block's text ends with."""
@@ -137,13 +141,22 @@ class ThinkBudget:
         return True
 
     def _close_path(self, left: int) -> list[int]:
+        tok = self.tools.tokenizer
+        special = tok.special_ids
+        body = self.text[len(self.open) :]
+        pending = _pending(body)
+        if pending:  # finish the character first, a continuation byte at a time if need be
+            out = []
+            for n in range(1, pending + 1):
+                tail = (pending - n) + (self.close_need if not self.close_ids else 1)
+                if 1 + tail <= left or n == pending:
+                    out.extend(t for t in self._continuations(n) if t not in special)
+            return out
         if self.close_ids:
             return sorted(self.close_ids)
         k = self._state()
         rest = self.close[k:]
-        tok = self.tools.tokenizer
-        special = tok.special_ids
-        out: list[int] = []
+        out = []
         for n in range(1, len(rest)):
             piece = rest[:n]
             k2 = _state_after(self.text[len(self.open) :] + piece, self.close)
@@ -161,21 +174,42 @@ class ThinkBudget:
         special = tok.special_ids
         out: list[int] = []
         for n in range(1, len(rest)):
-            if 1 + self.need_open[len(self.text) + n] + self.max_need <= left:
+            if 1 + self.need_open[len(self.text) + n] + self.close_need <= left:
                 out.extend(i for i in tok.ids_of(rest[:n]) if i not in special)
-        if 1 + self.max_need <= left:  # the marker completed (the block's text may follow)
+        if 1 + self.close_need <= left:  # the marker completed (the block's text may follow)
             out.extend(i for i in tok.ids_of(rest) if i not in special)
             out.extend(int(i) for i in self.tools.extensions(rest))
         return out
 
+    def _continuations(self, n: int) -> list[int]:
+        """Tokens made of exactly ``n`` UTF-8 continuation bytes (0x80-0xBF)."""
+        key = ("cont", n)
+        hit = self._cache.get(key)
+        if hit is None:
+            tb = self.tools.tokenizer.token_bytes
+            hit = [i for i, b in enumerate(tb) if len(b) == n and all(0x80 <= c <= 0xBF for c in b)]
+            self._cache[key] = hit
+        return hit
+
     def forced(self) -> list[int]:
         """The tokens that finish the close marker now, when the budget requires it (empty
         otherwise): a shortest spelling of the marker's rest, or its special token."""
-        if not self.active:
-            return []
+        if not self.active or _pending(self.text[len(self.open) :]):
+            return []  # inside a character: the mask finishes it first
         if self.close_ids:
             return [min(self.close_ids)]
         return list(self.path[self._state()])
+
+
+def _pending(body: bytes) -> int:
+    """Continuation bytes still missing from a UTF-8 character ``body`` ends inside (0: none)."""
+    for back in range(1, min(4, len(body)) + 1):
+        c = body[-back]
+        if 0x80 <= c <= 0xBF:
+            continue
+        size = 2 if 0xC0 <= c <= 0xDF else 3 if 0xE0 <= c <= 0xEF else 4 if 0xF0 <= c <= 0xF7 else 1
+        return max(0, size - back)
+    return 0
 
 
 def _state_after(body: bytes, close: bytes) -> int:
