@@ -137,6 +137,21 @@ def _think_check(text: str) -> None:
     jsonschema.validate(json.loads(answer), ANSWER_FIRST)
 
 
+CALL_TAGS = [
+    {"begin": "<tool_call>", "schema": TOOLS[0]["function"]["parameters"], "end": "</tool_call>"},
+]
+
+
+def _structural_check(text: str) -> None:
+    """Free text with zero or more well-formed <tool_call> segments, each valid."""
+    pos = 0
+    while (at := text.find("<tool_call>", pos)) >= 0:
+        start = at + len("<tool_call>")
+        stop = text.index("</tool_call>", start)
+        jsonschema.validate(json.loads(text[start:stop]), CALL_TAGS[0]["schema"])
+        pos = stop + len("</tool_call>")
+
+
 def _slot_check(text: str) -> None:
     value = json.loads(text)
     jsonschema.validate(value, SLOTTED)
@@ -246,12 +261,18 @@ CASES = [
     ),
     HostCase(
         "thinking",
-        "Is 17 a prime number? Think briefly, then answer as JSON.",
+        "Is 17 a prime number? Think briefly, then answer as JSON.\n",
         {"schema": ANSWER_FIRST, "thinking": {"budget_tokens": THINK_BUDGET}},
         _think_check,
         max_tokens=60,
-        chat=True,
         thinking=True,
+    ),
+    HostCase(
+        "structural",
+        'Weather in Paris? Reply with <tool_call>{"city": ..., "unit": ...}</tool_call>.\nReply:',
+        {"structural_tags": CALL_TAGS},
+        _structural_check,
+        max_tokens=40,
     ),
 ]
 """In order: ``answer_first`` is compiled right before ``reasoning_first`` (same properties, other

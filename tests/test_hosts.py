@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_cases import CASES, THINK_BUDGET, THINK_CLOSE, THINK_OPEN, HostCase, split_thinking
+from host_cases import CASES, THINK_BUDGET, THINK_CLOSE, HostCase, split_thinking
 
 import corral
 from corral import models
@@ -85,7 +85,7 @@ class ServerHost:
         extra: dict[str, Any] = {}
         if case.slots:
             extra["corral_slots"] = case.slots
-        if case.thinking:
+        if case.thinking:  # a corral extension on both endpoints
             extra["thinking"] = case.args["thinking"]
         if case.chat:
             kw: dict[str, Any] = {}
@@ -108,13 +108,12 @@ class ServerHost:
                 text = json.dumps({"name": fn.name, "arguments": json.loads(fn.arguments)})
             else:
                 text = msg.content or ""
-            if case.thinking:  # reasoning_content comes apart from the answer
-                reasoning = (msg.model_extra or {}).get("reasoning_content")
-                assert isinstance(reasoning, str) and THINK_CLOSE not in text, (reasoning, text)
-                text = THINK_OPEN + reasoning + THINK_CLOSE + text
         else:
             if "schema" in case.args:
                 extra["json_schema"] = case.json_schema()
+            if "structural_tags" in case.args:  # vLLM's structural_tag response format
+                tags = case.args["structural_tags"]
+                extra["response_format"] = {"type": "structural_tag", "structures": tags}
             for k in ("regex", "grammar", "choices"):
                 if k in case.args:
                     extra[k] = case.args[k]

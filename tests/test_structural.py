@@ -270,3 +270,25 @@ def test_at_least_one_and_stop_after_first() -> None:
 def test_bad_structural_tags_are_clear_errors(args: dict, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         spec_from_args(args)
+
+
+def test_a_special_token_trigger_opens_a_segment_as_the_token_or_its_text() -> None:
+    """A trigger that is a special token of the vocabulary (Llama 3.1's <|python_tag|>) opens
+    its segment as that token — which free text can never produce — and by its text."""
+    tok = corral.Tokenizer.from_tokens(
+        [bytes([i]) for i in range(256)] + [b"<eos>", b"<|python_tag|>"],
+        special_ids=[256, 257],
+        eos_ids=[256],
+    )
+    tags = [{"begin": "<|python_tag|>", "regex": "[0-9]{2}", "end": ";"}]
+    spec = spec_from_args({"structural_tags": tags})
+    assert spec is not None
+    c = compile_constraint(spec, tok)
+    m = c.grammar.matcher()
+    assert m.accept_string("call ")
+    assert m.accept_token(257) and not m.is_accepting()  # the segment is open: no EOS
+    assert not m.copy().accept_string("x")
+    assert m.accept_string("42;") and m.is_accepting()
+    assert m.accept_string(" more <|python_tag|>07;") and m.is_accepting()
+    segs, err = c.read("call <|python_tag|>42; more <|python_tag|>07;")
+    assert err is None and [s.value for s in segs] == ["42", "07"]

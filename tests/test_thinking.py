@@ -255,3 +255,21 @@ def test_server_separates_reasoning_content(client: Any, how: str) -> None:
     c_parts = [c.choices[0].delta.content for c in chunks if c.choices]
     assert "".join(p for p in r_parts if p) == reasoning
     assert "".join(p for p in c_parts if p) == msg.content
+
+
+@pytest.mark.real_tokenizer
+@pytest.mark.slow
+def test_max_tokens_below_the_thinking_budget_still_ends_valid(smol_model: Any) -> None:
+    """max_new_tokens is the outer budget: with less room than the block could take, the output
+    still closes the block, answers validly and fits."""
+    for jump_ahead in (True, False):
+        r = corral.generate(
+            smol_model,
+            "Is 17 a prime number? Think, then answer as JSON.",
+            schema=YES_NO,
+            thinking=40,
+            max_new_tokens=22,
+            jump_ahead=jump_ahead,
+        )
+        assert r.valid and r.completion_tokens <= 22, (r.text, r.error)
+        assert r.value in ({"answer": "yes"}, {"answer": "no"})

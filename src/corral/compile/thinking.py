@@ -236,7 +236,7 @@ def _marker(tokenizer: Tokenizer, text: str) -> Marker:
 def think_format(thinking: Mapping[str, Any], tokenizer: Tokenizer) -> ThinkFormat:
     """The think block of a spec, markers resolved for ``tokenizer``."""
     open_, close = thinking.get("open"), thinking.get("close")
-    if open_ is None:
+    if open_ is None or close is None:
         has = all(tokenizer.ids_of(m) for m in MODEL_THINK)
         open_, close = MODEL_THINK if has else PLAIN_THINK
     return ThinkFormat(

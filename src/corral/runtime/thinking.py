@@ -145,8 +145,8 @@ class ThinkBudget:
         special = tok.special_ids
         body = self.text[len(self.open) :]
         pending = _pending(body)
+        out: list[int] = []
         if pending:  # finish the character first, a continuation byte at a time if need be
-            out = []
             for n in range(1, pending + 1):
                 tail = (pending - n) + (self.close_need if not self.close_ids else 1)
                 if 1 + tail <= left or n == pending:
@@ -156,7 +156,6 @@ class ThinkBudget:
             return sorted(self.close_ids)
         k = self._state()
         rest = self.close[k:]
-        out = []
         for n in range(1, len(rest)):
             piece = rest[:n]
             k2 = _state_after(self.text[len(self.open) :] + piece, self.close)

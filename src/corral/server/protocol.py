@@ -314,7 +314,8 @@ def parse_completion(
     body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
 ) -> GenRequest:
     """Check a ``/v1/completions`` body (raises APIError). corral extensions: ``regex``,
-    ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``."""
+    ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``,
+    ``thinking`` (a think block before the answer; it stays in ``text``)."""
     model = _model(body, served, aliases)
     prompt = body.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else prompt
@@ -341,6 +342,14 @@ def parse_completion(
         spec = schema_spec(body["json_schema"], False, "json_schema")
     elif "response_format" in given:
         spec = _response_format(body["response_format"], registry)
+    thinking = body.get("thinking")
+    if thinking is not None:  # the block stays in the text: completions have no reasoning field
+        try:
+            spec = (spec if spec is not None else ConstraintSpec.text(param="thinking")).with_thinking(
+                thinking
+            )
+        except (TypeError, ValueError) as e:
+            raise _bad(str(e), "thinking") from None
     return GenRequest(
         "completions", model, prompts, n, max_tokens, params, stream, include_usage, spec, slots=_slots(body)
     )
