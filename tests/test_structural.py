@@ -292,3 +292,25 @@ def test_a_special_token_trigger_opens_a_segment_as_the_token_or_its_text() -> N
     assert m.accept_string(" more <|python_tag|>07;") and m.is_accepting()
     segs, err = c.read("call <|python_tag|>42; more <|python_tag|>07;")
     assert err is None and [s.value for s in segs] == ["42", "07"]
+
+
+def test_hermes_tool_calls_are_one_structural_tag_over_the_call_union() -> None:
+    """The Hermes/Qwen format as a thin layer: one tag, <tool_call> as its trigger, the call
+    union (corral.grammar.tools.call_schema) as its content: prose is free, every call names a
+    declared tool with valid arguments."""
+    from corral.grammar.tools import call_schema, tools_from
+
+    tools = tools_from([{"name": "get_weather", "parameters": WEATHER}, {"name": "add", "parameters": ADD}])
+    tags = [{"begin": "<tool_call>\n", "schema": call_schema(tools), "end": "\n</tool_call>"}]
+    spec = spec_from_args(
+        {"structural_tags": tags, "triggers": ["<tool_call>"], "schema_options": {"whitespace": "compact"}}
+    )
+    assert spec is not None
+    c = compile_constraint(spec, BYTES)
+    call = '<tool_call>\n{"name":"add","arguments":{"a":1,"b":2}}\n</tool_call>'
+    text = f"Let me add them.\n{call}\n{call}"
+    assert _accepts(c.grammar, text)
+    assert not _accepts(c.grammar, '<tool_call>\n{"name":"sub","arguments":{"a":1,"b":2}}\n</tool_call>')
+    assert not _accepts(c.grammar, '<tool_call>\n{"name":"add","arguments":{"a":"x","b":2}}\n</tool_call>')
+    segs, err = c.read(text)
+    assert err is None and [s.value["name"] for s in segs] == ["add", "add"]

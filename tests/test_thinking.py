@@ -273,3 +273,47 @@ def test_max_tokens_below_the_thinking_budget_still_ends_valid(smol_model: Any) 
         )
         assert r.valid and r.completion_tokens <= 22, (r.text, r.error)
         assert r.value in ({"answer": "yes"}, {"answer": "no"})
+
+
+@pytest.mark.real_tokenizer
+@pytest.mark.slow
+def test_tools_after_a_think_block(smol_model: Any, client: Any) -> None:
+    """A typed tool call after the block: the library returns the call and the reasoning apart;
+    the server returns tool_calls and reasoning_content."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "is_prime",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "required": ["n"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    ]
+    r = corral.generate(
+        smol_model,
+        "Is 17 prime? Use the tool.",
+        tools=tools,
+        tool_choice="required",
+        thinking=16,
+        max_new_tokens=60,
+    )
+    assert isinstance(r.value, corral.ToolCall) and r.value.name == "is_prime", r.text
+    assert r.reasoning is not None and "is_prime" not in r.reasoning
+    resp = client.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": "Is 17 prime? Use the tool."}],
+        tools=tools,
+        tool_choice="required",
+        max_tokens=60,
+        temperature=0,
+        extra_body={"thinking": {"budget_tokens": 16}},
+    )
+    msg = resp.choices[0].message
+    assert msg.tool_calls and msg.tool_calls[0].function.name == "is_prime"
+    assert isinstance(json.loads(msg.tool_calls[0].function.arguments)["n"], int)
+    assert isinstance((msg.model_extra or {}).get("reasoning_content"), str) and msg.content is None
