@@ -317,3 +317,21 @@ def test_tools_after_a_think_block(smol_model: Any, client: Any) -> None:
     assert msg.tool_calls and msg.tool_calls[0].function.name == "is_prime"
     assert isinstance(json.loads(msg.tool_calls[0].function.arguments)["n"], int)
     assert isinstance((msg.model_extra or {}).get("reasoning_content"), str) and msg.content is None
+
+
+def test_a_pydantic_answer_after_the_block_parses_into_each_callers_model() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    def make() -> Any:
+        class M(pydantic.BaseModel):
+            answer: str
+
+        return M
+
+    A, B = make(), make()  # equal schemas, so one cache entry
+    text = 'Reasoning: hm\nAnswer: {"answer": "yes"}'
+    for model in (A, B):  # one compiled grammar (equal schemas), two models
+        spec = spec_from_args({"schema": model, "thinking": {"open": "Reasoning: ", "close": "\nAnswer: "}})
+        assert spec is not None
+        value, error = compile_constraint(spec, SPECIAL).read(text)
+        assert error is None and type(value) is model and value.answer == "yes"

@@ -90,7 +90,9 @@ class Constraint:
         schema that another model produced too)."""
         if model is self.spec.model:
             return self
-        return dataclasses.replace(self, spec=dataclasses.replace(self.spec, model=model), _validators={})
+        answer = self.answer.with_model(model) if self.answer is not None else None  # reads the answer
+        spec = dataclasses.replace(self.spec, model=model)
+        return dataclasses.replace(self, spec=spec, answer=answer, _validators={})
 
     @property
     def slot_names(self) -> list[str]:
