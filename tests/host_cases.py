@@ -265,6 +265,7 @@ CASES = [
         {"schema": ANSWER_FIRST, "thinking": {"budget_tokens": THINK_BUDGET}},
         _think_check,
         max_tokens=60,
+        agree=False,  # jump-ahead spells the forced close marker; a processor lets the model spell it
         thinking=True,
     ),
     HostCase(

@@ -291,3 +291,14 @@ def test_thinking_budget_is_honoured_to_the_token(results: Any) -> None:
             raise AssertionError((host, "no close marker", text))
         seen += 1
     assert seen >= 3
+
+
+@pytest.mark.parametrize(
+    "a, b", [("loop", "server"), ("loop_no_jump", "transformers")], ids=["loop=server", "loop=transformers"]
+)
+def test_thinking_outputs_agree_where_the_close_marker_is_decided_alike(results: Any, a: str, b: str) -> None:
+    """The think case is left out of the general agreement (vLLM and the processors let the
+    model spell the forced close marker; jump-ahead spells it itself), but hosts that decide it
+    the same way write the same output."""
+    case = next(c for c in CASES if c.thinking)
+    assert _normal(case, results[a][case.name][0]) == _normal(case, results[b][case.name][0])

@@ -192,12 +192,15 @@ class ThinkBudget:
 
     def forced(self) -> list[int]:
         """The tokens that finish the close marker now, when the budget requires it (empty
-        otherwise): a shortest spelling of the marker's rest, or its special token."""
+        otherwise): the tokenizer's own spelling of the marker's rest when it is a shortest one
+        (what the model saw in training), else a shortest spelling; or its special token."""
         if not self.active or _pending(self.text[len(self.open) :]):
             return []  # inside a character: the mask finishes it first
         if self.close_ids:
             return [min(self.close_ids)]
-        return list(self.path[self._state()])
+        k = self._state()
+        own = self.tools.encode_exact(self.close[k:])
+        return own if len(own) <= self.need[k] else list(self.path[k])
 
 
 def _pending(body: bytes) -> int:
