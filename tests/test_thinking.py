@@ -335,3 +335,43 @@ def test_a_pydantic_answer_after_the_block_parses_into_each_callers_model() -> N
         assert spec is not None
         value, error = compile_constraint(spec, SPECIAL).read(text)
         assert error is None and type(value) is model and value.answer == "yes"
+
+
+def test_an_optional_block_may_be_skipped_and_then_costs_no_budget() -> None:
+    tok = corral.Tokenizer.from_tokens(
+        [bytes([i]) for i in range(256)] + [b"<eos>"], special_ids=[256], eos_ids=[256]
+    )
+    spec = spec_from_args(
+        {
+            "regex": "[a-z]{1,12}",
+            "thinking": {"budget_tokens": 9, "open": "<t>", "close": "</t>", "optional": True},
+        }
+    )
+    assert spec is not None
+    c = compile_constraint(spec, tok)
+    assert _accepts_all(c, "abc") and _accepts_all(c, "<t>x</t>abc")
+    assert c.split("abc") == (None, "abc") and c.split("<t>x</t>ab") == ("x", "ab")
+    assert c.think is not None
+    b = ThinkBudget(c.think, tools_for(tok))
+    b.accept(list(b"abcdefghij"))  # the answer started: the block was left out
+    row = np.full((tok.width + 31) // 32, -1, dtype=np.int32)
+    assert not b.narrow(row) and b.forced() == []
+
+
+def test_structural_tags_after_a_think_block() -> None:
+    """Qwen3-style: think, then prose with tool calls; the block never opens a segment."""
+    tags = [{"begin": "<tool_call>", "regex": "[0-9]+", "end": "</tool_call>"}]
+    spec = spec_from_args({"structural_tags": tags, "thinking": {"open": "<think>", "close": "</think>"}})
+    assert spec is not None
+    c = compile_constraint(spec, SPECIAL)
+    text = "<think>maybe <tool_call>x</think>Sure <tool_call>42</tool_call> done"
+    assert _accepts_all(c, text)
+    assert not _accepts_all(c, "<think>a</think><tool_call>x</tool_call>")
+    segs, err = c.read(text)
+    assert err is None and [s.value for s in segs] == ["42"]
+    assert c.split(text)[0] == "maybe <tool_call>x"
+
+
+def _accepts_all(c: corral.Constraint, text: str) -> bool:
+    m = c.grammar.matcher()
+    return bool(m.accept_string(text) and m.is_accepting())
