@@ -77,21 +77,24 @@ def test_marker_languages_match_a_brute_force_oracle(triggers: list[str]) -> Non
     assert checked == sum(3**n for n in range(8))
 
 
-def test_marker_automaton_stays_small_for_realistic_triggers() -> None:
-    """The difference is built on automata, not spelled as a regex: a realistic trigger set and
-    a self-overlapping one compile in milliseconds into a small lowered grammar."""
-    import time
-
-    for triggers in (
+def test_marker_automata_stay_linear_in_the_triggers() -> None:
+    """The difference is built on automata, not spelled out as a regex: every automaton built on
+    the way (operands, product) fits in 2 * sum(len(Ti)) + 4 DFA states, for a realistic trigger
+    set and for self-overlapping ones (checked through the engine's max_dfa_states limit)."""
+    sets = (
         ["<tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>"],
         ["aaaaaaaa", "abababab"],
-    ):
+        ["</think>"],
+    )
+    for triggers in sets:
         markers = [Marker(t) for t in triggers]
-        text = f"root ::= {no_trigger(markers)} ({upto(markers, 0)})?\n"
-        t0 = time.perf_counter()
-        g = corral.compile_grammar(text, BYTES)
-        assert time.perf_counter() - t0 < 1.0
-        assert len(g.grammar_text) < 2000
+        cap = 2 * sum(len(t) for t in triggers) + 4
+        for expr in (no_trigger(markers), upto(markers, 0)):
+            corral.compile_grammar(f"root ::= {expr}\n", BYTES, max_dfa_states=cap)
+        with pytest.raises(corral.LimitExceeded):  # the check can fail: far below, it does
+            corral.compile_grammar(
+                f"root ::= {upto(markers, 0)}\n", BYTES, max_dfa_states=sum(map(len, triggers)) // 2
+            )
 
 
 def test_rename_rules_touches_only_rule_names() -> None:

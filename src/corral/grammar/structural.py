@@ -14,9 +14,10 @@ alternation of the text triggers):
 * ``no_trigger(T)``: text containing no trigger — ``A - A T A``.
 
 Both are regular and the engine builds them exactly on its automata (a product DFA, minimised),
-so no regex is spelled out here; the DFA has at most about ``sum(len(Ti)) + 1`` live states
-(the triggers' Aho-Corasick automaton), self-overlapping triggers included (``aa`` in ``aaa``
-fires at the first ``aa``). Grammar terminals end at any accepting point (not greedy lexemes),
+so no regex is spelled out here (state elimination would be exponential in the worst case);
+every automaton on the way stays within ``2 * sum(len(Ti)) + 4`` DFA states (measured through
+``max_dfa_states``), self-overlapping triggers included (``aa`` in ``aaa`` fires at the first
+``aa``). Grammar terminals end at any accepting point (not greedy lexemes),
 so ``upto`` followed by the segment is exact; ``upto`` is also prefix-free, so the first trigger
 occurrence is where the segment starts — there is no other parse.
 
