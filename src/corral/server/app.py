@@ -34,9 +34,12 @@ from starlette.types import Receive, Scope, Send
 from corral import __version__
 from corral.backends.base import Backend
 from corral.compile import CompileCache, Constraint, ConstraintSpec, SchemaConverter, compile_constraint_async
+from corral.compile.thinking import ReasoningSplitter
 from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError
 from corral.generation.decode import RowOutput, check_budget
 from corral.grammar.tools import ToolCall
+from corral.runtime.thinking import think_budget
+from corral.runtime.tokens import tools_for
 from corral.server.config import ServerConfig
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event, new_request_id
@@ -420,6 +423,10 @@ class CorralServer:
                 check_budget(self.backend, constraint.grammar, max_tokens)
             except BudgetError as e:
                 raise APIError(400, str(e), "max_tokens_too_small", "max_tokens") from None
+            try:
+                think_budget(constraint.think, tools_for(self.tokenizer))
+            except BudgetError as e:
+                raise APIError(400, str(e), "thinking_budget_too_small", "thinking") from None
         return max_tokens
 
     async def _collect(self, job: Job, request: Request) -> list[RowOutput]:
@@ -448,6 +455,12 @@ class CorralServer:
             watcher.cancel()
         return [o for o in outs if o is not None]
 
+    @staticmethod
+    def _splitter(constraint: Constraint | None) -> ReasoningSplitter:
+        assert constraint is not None and constraint.think is not None
+        kind = constraint.spec.without_thinking().kind
+        return ReasoningSplitter(constraint.think, kind in ("json_schema", "json", "json_object", "tools"))
+
     def _text(self, out: RowOutput) -> str:
         return self.tokenizer.decode(out.tokens).decode("utf-8", errors="replace")
 
@@ -460,6 +473,9 @@ class CorralServer:
         choice: dict[str, Any] = {"index": index, "finish_reason": finish, "logprobs": None}
         if req.endpoint == "chat":
             message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+            if job.constraint is not None and job.constraint.think is not None:
+                # The think block goes out as reasoning_content (vLLM's / DeepSeek's field).
+                message["reasoning_content"], message["content"] = job.constraint.split(text)
             if isinstance(value, ToolCall):
                 message["content"] = None
                 message["tool_calls"] = [tool_call_json(value, f"call_{rid[:16]}_{index}")]
@@ -530,6 +546,9 @@ class CorralServer:
         # Per row: "text" (stream deltas), "call" (buffer: a tool call), "?" (auto: undecided).
         mode = ["call" if tools_mode == "required" else "?" if tools_mode == "auto" else "text"] * rows
         outs: list[RowOutput | None] = [None] * rows
+        think = job.constraint.think if chat and job.constraint is not None else None
+        # A think block streams as reasoning_content deltas, split off as the text arrives.
+        splitters = [None if think is None else self._splitter(job.constraint) for _ in range(rows)]
 
         def chunk(i: int, delta: dict[str, Any] | str, finish: str | None = None) -> str:
             c: dict[str, Any] = {"index": i, "finish_reason": finish, "logprobs": None}
@@ -549,13 +568,25 @@ class CorralServer:
                 yield "data: " + json.dumps(err.body()) + "\n\n"
                 break
             if ev == "text":
-                if mode[i] == "?" and payload:
-                    mode[i] = "call" if payload.startswith("{") else "text"
-                if mode[i] == "text":
-                    yield chunk(i, {"content": payload} if chat else payload)
+                sp = splitters[i]
+                pieces = [("content", payload)] if sp is None else sp.feed(payload)
+                for what, piece in pieces:
+                    if what == "reasoning":
+                        yield chunk(i, {"reasoning_content": piece})
+                        continue
+                    if mode[i] == "?" and piece:
+                        mode[i] = "call" if piece.startswith("{") else "text"
+                    if mode[i] == "text":
+                        yield chunk(i, {"content": piece} if chat else piece)
                 continue  # a call's text is read whole from the row's output when it ends
             out: RowOutput = payload
             outs[i] = out
+            sp = splitters[i]
+            for what, piece in sp.finish() if sp is not None else []:
+                if what == "reasoning":
+                    yield chunk(i, {"reasoning_content": piece})
+                elif mode[i] != "call":
+                    yield chunk(i, {"content": piece})
             finish = FINISH.get(out.stop_reason, "stop")
             if mode[i] == "call" and job.constraint is not None:
                 value, _ = job.constraint.read(self._text(out))
