@@ -2,8 +2,11 @@
 
 Request path (``POST /v1/chat/completions`` and ``/v1/completions``):
 
-1. admission: more than ``max_batch + max_queue`` requests in flight → 429;
-2. the body is read with a size bound (413) and parsed (400 for malformed JSON);
+1. admission: more than ``max_batch + max_queue`` requests in flight → 429 with ``Retry-After``;
+2. the body is read with a size bound (413), within the request's deadline (408), and parsed
+   (400 for malformed JSON); the deadline (``request_timeout``, or less when the request asks:
+   ``"timeout"`` in the body, the OpenAI client's ``x-stainless-read-timeout`` header) bounds
+   everything after it: compile wait, queue and decoding (504, rows freed);
 3. the fields are checked (:mod:`corral.server.protocol`; 400/404);
 4. the constraint is fetched from the compile cache, or compiled in a compile thread while this
    coroutine waits (other requests keep decoding);
@@ -229,21 +232,62 @@ class CorralServer:
     async def completions(self, request: Request) -> Response:
         return await self._generate(request, "completions")
 
-    def _fail(self, e: APIError, endpoint: str, rid: str, t0: float) -> Response:
+    def _fail(
+        self,
+        e: APIError,
+        endpoint: str,
+        rid: str,
+        t0: float,
+        headers: dict[str, str] | None = None,
+        exc: BaseException | None = None,
+    ) -> Response:
         self.metrics.errors.inc(kind=e.code)
         self.metrics.requests.inc(endpoint=endpoint, status=str(e.status))
         self.metrics.latency.observe(time.perf_counter() - t0, endpoint=endpoint)
         level = logging.ERROR if e.status >= 500 else logging.INFO
+        # One log line per failed request; an internal error carries its traceback in it.
         log_event(
             "request",
             level,
+            exc_info=exc,
             request_id=rid,
             endpoint=endpoint,
             status=e.status,
             error=e.code,
             message=e.message,
         )
-        return JSONResponse(e.body(), status_code=e.status, headers={"x-request-id": rid})
+        body = e.body()
+        if e.status >= 500:
+            body["error"]["request_id"] = rid  # what to quote when reporting it
+        return JSONResponse(body, status_code=e.status, headers={"x-request-id": rid, **(headers or {})})
+
+    def _deadline(self, request: Request, body: dict[str, Any] | None, t0: float) -> float:
+        """The request's deadline (perf_counter time): the server's, or less if it asks."""
+        limit = self.config.request_timeout
+        if body is not None and "timeout" in body:
+            asked = body.pop("timeout")
+            if isinstance(asked, bool) or not isinstance(asked, (int, float)) or not asked > 0:
+                msg = "timeout must be a positive number of seconds"
+                raise APIError(400, msg, "invalid_request", "timeout")
+            limit = min(limit, float(asked))
+        header = request.headers.get("x-stainless-read-timeout")
+        if header is not None and not (body or {}).get("stream"):
+            try:  # the OpenAI client's own timeout: past it, nobody is waiting for the reply
+                if float(header) > 0:
+                    limit = min(limit, float(header))
+            except ValueError:
+                pass
+        return t0 + limit
+
+    @staticmethod
+    async def _within(awaitable: Any, deadline: float, status: int, what: str) -> Any:
+        """``await awaitable``, or an APIError(status, "timeout") once ``deadline`` passes (the
+        awaitable is cancelled: a job waiting in it frees its rows)."""
+        try:
+            return await asyncio.wait_for(awaitable, timeout=max(0.0, deadline - time.perf_counter()))
+        except TimeoutError:
+            msg = f"the request did not finish within its deadline ({what})"
+            raise APIError(status, msg, "timeout") from None
 
     async def _generate(self, request: Request, endpoint: str) -> Response:
         rid = new_request_id()
@@ -254,15 +298,20 @@ class CorralServer:
                 endpoint,
                 rid,
                 t0,
+                headers={"Retry-After": str(self.config.retry_after)},
             )
         self.inflight += 1
         handed_off = False
         try:
-            body = await self._read_json(request)
+            deadline = t0 + self.config.request_timeout
+            body = await self._within(self._read_json(request), deadline, 408, "reading the body")
+            deadline = self._deadline(request, body, t0)
             parse = parse_chat if endpoint == "chat" else parse_completion
             aliases = self.config.aliases
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n)
-            constraint, hit, compile_s = await self._constraint(req.spec)
+            constraint, hit, compile_s = await self._within(
+                self._constraint(req.spec), deadline, 504, "compiling the constraint"
+            )
             constraint = self._bind_slots(constraint, req.slots)
             prompts = await asyncio.to_thread(self._render, req)
             max_tokens = self._budget(req, prompts, constraint)
@@ -295,19 +344,18 @@ class CorralServer:
                     self.inflight -= 1
 
                 return _SSEResponse(
-                    self._stream(job, req, prompts, rid, endpoint, t0, info, state),
+                    self._stream(job, req, prompts, rid, endpoint, t0, info, state, deadline),
                     on_close,
                     headers={**headers, "cache-control": "no-cache"},
                 )
-            outs = await self._collect(job, request)
+            outs = await self._within(self._collect(job, request), deadline, 504, "generating")
             response = self._response(req, job, prompts, outs, rid)
             self._done(endpoint, rid, t0, job, outs, info)
             return JSONResponse(response, headers=headers)
         except APIError as e:
             return self._fail(e, endpoint, rid, t0)
-        except Exception as e:  # a bug: reported as 500, the server keeps serving
-            logging.getLogger("corral.server").exception("request %s failed", rid)
-            return self._fail(error_from_exception(e), endpoint, rid, t0)
+        except Exception as e:  # a bug: reported as 500 (with the request id), the server keeps serving
+            return self._fail(error_from_exception(e), endpoint, rid, t0, exc=e)
         finally:
             if not handed_off:
                 self.inflight -= 1
@@ -530,6 +578,7 @@ class CorralServer:
         t0: float,
         info: dict[str, Any],
         state: dict[str, Any],
+        deadline: float,
     ) -> AsyncIterator[str]:
         """Server-sent events in OpenAI's chunk format, ending with ``data: [DONE]``.
 
@@ -562,7 +611,18 @@ class CorralServer:
             for i in range(rows):
                 yield chunk(i, {"role": "assistant", "content": ""})
         while any(o is None for o in outs):
-            ev, i, payload = await job.events.get()
+            try:
+                ev, i, payload = await asyncio.wait_for(
+                    job.events.get(), timeout=max(0.0, deadline - time.perf_counter())
+                )
+            except TimeoutError:
+                # Past the deadline: an error event, [DONE], and the rows are freed on close.
+                err = APIError(504, "the request did not finish within its deadline (generating)", "timeout")
+                self.metrics.errors.inc(kind="timeout")
+                log_event("request", request_id=rid, endpoint=endpoint, status=504, error="timeout")
+                yield "data: " + json.dumps(err.body()) + "\n\n"
+                yield "data: [DONE]\n\n"
+                return
             if ev == "error":
                 err = APIError(500, f"generation failed: {payload}", "generation_failed")
                 yield "data: " + json.dumps(err.body()) + "\n\n"
