@@ -64,6 +64,7 @@ from bench_engine import TokCtx, _f, _ratio  # noqa: E402
 from bench_json_schema import DEFAULT_DATA, SETS, LLGuidanceSchema, SchemaCompileError, sample_files  # noqa: E402
 from bench_tails import XGrammarDyn, XGrammarTails  # noqa: E402
 
+_TIMES = ("parse_ms", "lower_ms", "automata_ms", "bind_ms", "walk_ms", "compiles")
 STAGES = ("conversion", "probes", "parse", "lower", "automata", "bind", "first_mask", "other")
 OTHERS: dict[str, type] = {
     "llguidance": LLGuidanceSchema,
@@ -101,17 +102,22 @@ class CorralTimed:
         # Warm-up, as every engine's start() does: imports and the native vocabulary (its trie)
         # are built once per process, not per schema.
         corral.compile_json_schema({"type": "integer"}, self.tok).matcher()
-        _native.clear_engine_caches()
+        if hasattr(_native, "clear_engine_caches"):
+            _native.clear_engine_caches()
         # The engine's counters around the final compile only (probes run the same stages).
         self.engine: dict[str, float] = {}
         inner = schema_mod.schema_grammar
+        # An engine without stage counters (an older build: a baseline run) reports its compile
+        # under "other".
+        times = getattr(_native, "compile_times", None) or (lambda: dict.fromkeys(_TIMES, 0.0))
+        self.times = times
 
         def engine_compile(*a: Any, **k: Any) -> Any:
-            c0 = _native.compile_times()
+            c0 = times()
             try:
                 return inner(*a, **k)
             finally:
-                c1 = _native.compile_times()
+                c1 = times()
                 self.engine = {
                     s: c1[f"{s}_ms"] - c0[f"{s}_ms"] for s in ("parse", "lower", "automata", "bind")
                 }
@@ -146,7 +152,7 @@ class CorralTimed:
         try:
             g = self.corral.compile_json_schema(schema, self.tok, extra_properties=self.args.extra_properties)
             t1 = perf()
-            w0 = self.native.compile_times()["walk_ms"]
+            w0 = self.times()["walk_ms"]
             m = g.matcher()
             bm = self.corral.allocate_bitmask(1, self.tok)
             m.fill_next_token_bitmask(bm, 0)
@@ -164,7 +170,7 @@ class CorralTimed:
             st[s] for s in ("conversion", "probes", "parse", "lower", "automata", "bind")
         )
         rec.stages = st
-        rec.walks_ms = self.native.compile_times()["walk_ms"] - w0
+        rec.walks_ms = self.times()["walk_ms"] - w0
 
 
 def run_other(rec: Rec, name: str, eng: Any, schema: Any) -> None:

@@ -49,6 +49,8 @@ class NfaBuilder {
     partition();
     nfa_.match = new_state(NfaState::Match);
     nfa_.start = build(*root, nfa_.match);
+    if (root->kind == NodeKind::Intersect || root->kind == NodeKind::Difference)
+      nfa_.whole = std::make_shared<const SymDfa>(algebra_memo_.at(node_id_.at(root.get())));
     return std::move(nfa_);
   }
 
