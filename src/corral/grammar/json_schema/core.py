@@ -14,7 +14,11 @@ composes them into one class. This module holds what every area uses: rule namin
 Invariants:
 * ``value_rule`` memoises by pointer (and, for expanded ``allOf``-with-``$ref`` schemas, by
   content), reserving the rule name before its body is built, so ``$ref`` cycles become grammar
-  recursion; rules with identical bodies are shared unless recursive.
+  recursion; rules with identical bodies are shared unless recursive. It also memoises by node
+  (``node_key``: a document object's identity, a merged dict's structure, plus the pretty
+  depth), so a subschema reached along several paths is converted once. A subschema that
+  allows no value is remembered under all three keys (``failed``) and refused again, never
+  answered with its reserved, empty rule.
 * ``post_marks`` counts keywords not enforced exactly; a rule whose build raised it is inexact,
   and so is every rule that uses it (``exact_child`` reports that).
 * ``snapshot``/``restore`` cover every piece of mutable state an attempt can change except
