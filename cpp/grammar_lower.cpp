@@ -148,11 +148,20 @@ class Lowerer {
   }
 
   NodePtr substitute(const NodePtr& n) {
+    DepthGuard guard(subst_depth_);
     // Nothing to substitute below (the regex of a `/…/` terminal, say): the walk would rebuild
     // nothing, and walking every regex of a big schema node by node was a large share of it.
     if (const TreeInfo info = tree_info(n); info.regular && !info.algebra) return n;
     switch (n->kind) {
       case NodeKind::RuleRef:
+        if (n->rule >= 0 && regular_[static_cast<std::size_t>(n->rule)] &&
+            subst_depth_ > kInlineDepthFactor * nesting_limit(limits_)) {
+          // Inlining a chain of regular rules nests their bodies: past a few times the nesting
+          // limit (tree levels; a rule is ~3) the rule stays a nonterminal, so the trees built
+          // here (and every recursion over them) stay bounded however long the chain.
+          regular_[static_cast<std::size_t>(n->rule)] = 0;
+          return n;
+        }
         if (n->rule >= 0 && regular_[static_cast<std::size_t>(n->rule)]) {
           NodePtr body = inlined(n->rule);
           if (regular_[static_cast<std::size_t>(n->rule)]) return body;
@@ -193,6 +202,11 @@ class Lowerer {
   }
 
   std::pair<NodePtr, std::uint64_t> expand_sized(const NodePtr& n) {
+    DepthGuard guard(expand_depth_);
+    if (expand_depth_ > kInlineDepthFactor * nesting_limit(limits_))
+      throw LimitExceeded("max_nesting", expand_depth_, kInlineDepthFactor * nesting_limit(limits_),
+                          "the rules used in an operand of `&`/`-` nest too deeply (tree levels, at most " +
+                              std::to_string(kInlineDepthFactor) + " x max_nesting)");
     if (n->kind == NodeKind::RuleRef) {
       CORRAL_CHECK(n->rule >= 0, "token reference in an operand of `&`/`-`");
       auto it = expanded_.find(n->rule);
@@ -544,6 +558,18 @@ class Lowerer {
   Grammar g_;
   std::vector<std::uint8_t> regular_;
   std::unordered_map<std::int32_t, NodePtr> inline_cache_;
+  // Recursion depths of substitute (inlining) and expand_sized (operands of &/-), in tree
+  // levels: bounded by kInlineDepthFactor x the nesting limit.
+  static constexpr std::uint32_t kInlineDepthFactor = 4;
+  std::uint32_t subst_depth_ = 0;
+  std::uint32_t expand_depth_ = 0;
+  struct DepthGuard {
+    std::uint32_t& depth;
+    explicit DepthGuard(std::uint32_t& d) : depth(++d) {}
+    ~DepthGuard() { --depth; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+  };
   // expand_sized: rule -> (body with all rules inlined, estimated NFA states), and the same per
   // node (holding the node itself, so its address cannot be reused while it is a key).
   std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
