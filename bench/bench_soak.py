@@ -105,6 +105,8 @@ def main() -> None:
     )
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
+        if proc.poll() is not None:
+            sys.exit(f"the server exited with {proc.returncode}; see {log.name}")
         try:
             if httpx.get(url + "/health", timeout=2).status_code == 200:
                 break
