@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from corral.cli import MODEL_HELP
 from corral.errors import CorralError
 from corral.progress import Progress
 
@@ -39,7 +40,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--length-normalize", action="store_true", help="mean log-probability per token")
     p.add_argument("--temperature", type=float, default=1.0, help="calibration temperature")
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--model", help="a .gguf file or transformers directory (default: bundled SmolLM2)")
+    p.add_argument(
+        "--model",
+        help=MODEL_HELP,
+    )
     p.add_argument("--backend", default="auto", choices=("auto", "transformers", "llama.cpp"))
     p.add_argument("--threads", type=int, default=None)
     p.set_defaults(func=run)
