@@ -1,16 +1,48 @@
 // compile.cpp — parse, lower and bind a constraint to a vocabulary (see compile.hpp).
 #include "compile.hpp"
 
+#include <algorithm>
+
+#include "compile_times.hpp"
 #include "regex_parser.hpp"
 
 namespace corral {
+
+CompileTimes& compile_times() {
+  thread_local CompileTimes times;
+  return times;
+}
+
+namespace {
+
+// Lowering with the automata built inside it counted apart (compile_times.hpp).
+template <class F>
+Grammar timed_lowering(F&& lower) {
+  CompileTimes& ct = compile_times();
+  const std::uint64_t automata0 = ct.automata_ns;
+  std::uint64_t total = 0;
+  Grammar g = [&] {
+    StageTimer t(total);
+    return lower();
+  }();
+  ct.lower_ns += total - std::min(total, ct.automata_ns - automata0);
+  return g;
+}
+
+}  // namespace
 
 std::shared_ptr<const CompiledGrammar> compile_regex(std::string_view pattern,
                                                      std::shared_ptr<const Vocabulary> vocab,
                                                      const Limits& limits) {
   Budget budget(limits.max_compile_ms);
-  NodePtr tree = parse_regex(pattern, limits);
-  Grammar g = grammar_from_regex(tree, limits, budget);
+  CompileTimes& ct = compile_times();
+  NodePtr tree = [&] {
+    StageTimer t(ct.parse_ns);
+    return parse_regex(pattern, limits);
+  }();
+  Grammar g = timed_lowering([&] { return grammar_from_regex(tree, limits, budget); });
+  StageTimer t(ct.bind_ns);
+  ++ct.compiles;
   return std::make_shared<const CompiledGrammar>(std::move(vocab), std::move(g), limits);
 }
 
@@ -18,8 +50,14 @@ std::shared_ptr<const CompiledGrammar> compile_grammar(std::string_view text, co
                                                        std::shared_ptr<const Vocabulary> vocab,
                                                        const Limits& limits) {
   Budget budget(limits.max_compile_ms);
-  GrammarAst ast = parse_grammar_text(text, start_rule, limits);
-  Grammar g = lower_grammar(ast, limits, budget);
+  CompileTimes& ct = compile_times();
+  GrammarAst ast = [&] {
+    StageTimer t(ct.parse_ns);
+    return parse_grammar_text(text, start_rule, limits);
+  }();
+  Grammar g = timed_lowering([&] { return lower_grammar(ast, limits, budget); });
+  StageTimer t(ct.bind_ns);
+  ++ct.compiles;
   resolve_token_terminals(g, vocab->tokens(), vocab->special_flags(), std::string(text));
   return std::make_shared<const CompiledGrammar>(std::move(vocab), std::move(g), limits);
 }

@@ -2,6 +2,7 @@
 // See compiled_grammar.hpp for what an entry holds and why.
 #include "compiled_grammar.hpp"
 
+#include "compile_times.hpp"
 #include "mask_pool.hpp"
 
 #include <algorithm>
@@ -64,6 +65,7 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     }
   }
   misses_.fetch_add(1, std::memory_order_relaxed);
+  StageTimer timer(compile_times().walk_ns);
   // Computed outside the lock: two threads may race to compute the same entry; the first
   // insert wins and both results are identical.
   std::shared_ptr<const FrontierEntry> entry;

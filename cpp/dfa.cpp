@@ -272,12 +272,18 @@ class DfaBuilder {
   static Dfa build(const NodePtr& regex, const Limits& limits, const Budget& budget) {
     CORRAL_CHECK(regex != nullptr, "null regex");
     const Nfa nfa = build_nfa(regex, limits, budget);
-    const SymDfa raw = determinise(nfa, nfa.start, nfa.match, limits, budget);
-    const SymDfa live = prune_dead(raw);
     Dfa dfa;
     dfa.class_rep_ = {0};
-    if (live.size() == 0) return dfa;  // empty language
-    const SymDfa min = minimise(live, budget);
+    SymDfa min;
+    if (nfa.whole) {
+      // A product alone (what the converter probes): already minimal and live.
+      if (nfa.whole->size() == 0) return dfa;  // empty language
+      min = renumber_bfs(*nfa.whole);
+    } else {
+      const SymDfa live = prune_dead(determinise(nfa, nfa.start, nfa.match, limits, budget));
+      if (live.size() == 0) return dfa;  // empty language
+      min = minimise(live, budget);
+    }
 
     Expander ex(min.size(), limits);
     // All class ranges in code point order, labelled with their class.

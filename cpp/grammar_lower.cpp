@@ -15,6 +15,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "automaton_memo.hpp"
+#include "compile_times.hpp"
 #include "grammar.hpp"
 
 namespace corral {
@@ -132,7 +134,7 @@ class Lowerer {
       // Inlining copies the rule's automaton into every use: a rule used in several places is
       // inlined only while the copies stay small; otherwise it stays one shared nonterminal
       // (chains of optional properties would otherwise grow quadratically).
-      const std::uint64_t size = estimate_nfa_size(out);
+      const std::uint64_t size = size_of(out);
       const std::uint64_t uses = std::max<std::uint32_t>(1, ref_count_[ru]);
       // A rule used in several places that is more than a tiny piece (a JSON string, say) also
       // stays shared: one terminal means one lazily computed mask entry for all its uses.
@@ -146,8 +148,20 @@ class Lowerer {
   }
 
   NodePtr substitute(const NodePtr& n) {
+    DepthGuard guard(subst_depth_);
+    // Nothing to substitute below (the regex of a `/…/` terminal, say): the walk would rebuild
+    // nothing, and walking every regex of a big schema node by node was a large share of it.
+    if (const TreeInfo info = tree_info(n); info.regular && !info.algebra) return n;
     switch (n->kind) {
       case NodeKind::RuleRef:
+        if (n->rule >= 0 && regular_[static_cast<std::size_t>(n->rule)] &&
+            subst_depth_ > kInlineDepthFactor * nesting_limit(limits_)) {
+          // Inlining a chain of regular rules nests their bodies: past a few times the nesting
+          // limit (tree levels; a rule is ~3) the rule stays a nonterminal, so the trees built
+          // here (and every recursion over them) stay bounded however long the chain.
+          regular_[static_cast<std::size_t>(n->rule)] = 0;
+          return n;
+        }
         if (n->rule >= 0 && regular_[static_cast<std::size_t>(n->rule)]) {
           NodePtr body = inlined(n->rule);
           if (regular_[static_cast<std::size_t>(n->rule)]) return body;
@@ -188,6 +202,11 @@ class Lowerer {
   }
 
   std::pair<NodePtr, std::uint64_t> expand_sized(const NodePtr& n) {
+    DepthGuard guard(expand_depth_);
+    if (expand_depth_ > kInlineDepthFactor * nesting_limit(limits_))
+      throw LimitExceeded("max_nesting", expand_depth_, kInlineDepthFactor * nesting_limit(limits_),
+                          "the rules used in an operand of `&`/`-` nest too deeply (tree levels, at most " +
+                              std::to_string(kInlineDepthFactor) + " x max_nesting)");
     if (n->kind == NodeKind::RuleRef) {
       CORRAL_CHECK(n->rule >= 0, "token reference in an operand of `&`/`-`");
       auto it = expanded_.find(n->rule);
@@ -264,54 +283,20 @@ class Lowerer {
     return Symbol::nonterminal(nt_of_rule_[ru]);
   }
 
-  // A compact structural key for a regular tree (terminal identity). Printing canonical regex
-  // text for every terminal was the dominant compile cost on large schemas; the text is now
-  // produced only when the grammar is printed. Keys of shared subtrees are memoised.
-  const std::string& structural_key(const NodePtr& n) {
-    auto it = key_memo_.find(n.get());
-    if (it != key_memo_.end()) return it->second.second;
-    std::string k;
-    k.push_back(static_cast<char>('0' + static_cast<int>(n->kind)));
-    auto put32 = [&k](std::uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    switch (n->kind) {
-      case NodeKind::Chars:
-        put32(static_cast<std::uint32_t>(n->chars.ranges().size()));
-        for (const auto& r : n->chars.ranges()) {
-          put32(r.lo);
-          put32(r.hi);
-        }
-        break;
-      case NodeKind::Repeat:
-        put32(n->min);
-        put32(n->max);
-        [[fallthrough]];
-      case NodeKind::Concat:
-      case NodeKind::Alt:
-      case NodeKind::Intersect:
-      case NodeKind::Difference:
-        put32(static_cast<std::uint32_t>(n->kids.size()));
-        for (const auto& kid : n->kids) {
-          const std::string& sub = structural_key(kid);
-          put32(static_cast<std::uint32_t>(sub.size()));
-          k += sub;
-        }
-        break;
-      default:
-        break;
-    }
-    // The memo holds the node itself, so its address cannot be reused by a later node.
-    return key_memo_.emplace(n.get(), std::make_pair(n, std::move(k))).first->second.second;
-  }
-
+  // Terminal identity is the structural key of its tree (automaton_memo.hpp). Printing
+  // canonical regex text for every terminal was the dominant compile cost on large schemas; the
+  // text is now produced only when the grammar is printed. Keys of shared subtrees are memoised.
   Symbol terminal_symbol(const NodePtr& regex) {
-    std::string key = structural_key(regex);
+    const std::string& key = keys_.of(regex);
     auto it = terminal_ids_.find(key);
     if (it != terminal_ids_.end()) return Symbol::terminal(it->second);
     auto id = static_cast<std::int32_t>(g_.terminals.size());
     Terminal t;
     t.regex = regex;
     g_.terminals.push_back(std::move(t));
-    terminal_ids_.emplace(std::move(key), id);
+    terminal_keys_.resize(g_.terminals.size());
+    terminal_keys_.back() = key;
+    terminal_ids_.emplace(key, id);
     return Symbol::terminal(id);
   }
 
@@ -353,8 +338,8 @@ class Lowerer {
   // smaller terminal instead, so a large bound costs productions, not DFA states. Exception: a
   // *big piece* (below) stays one automaton.
   bool mergeable(const NodePtr& n) const {
-    if (!is_regular(n)) return false;
-    if (estimate_nfa_size(n) <= merge_cap()) return true;
+    if (!regular_tree(n)) return false;
+    if (size_of(n) <= merge_cap()) return true;
     if (big_piece(n)) return true;
     // Too big for one terminal: split it, unless splitting needs too many productions (then
     // the DFA limits decide, which the caller may have raised for exactly this regex).
@@ -364,6 +349,35 @@ class Lowerer {
     }
     return n->kind != NodeKind::Concat && n->kind != NodeKind::Alt;
   }
+  // estimate_nfa_size and is_regular, memoised per node: lowering asks them of every subtree on
+  // its way down, which unmemoised costs the tree's depth times its size. Same values.
+  std::uint64_t size_of(const NodePtr& n) const { return std::min(kSatSize, tree_info(n).size + 1); }
+  bool regular_tree(const NodePtr& n) const { return tree_info(n).regular; }
+  struct TreeInfo {
+    std::uint64_t size;  // estimate_nfa_size - 1 (what the parent adds up)
+    bool regular;        // no RuleRef below
+    bool algebra;        // an Intersect/Difference below (or here)
+  };
+  static constexpr std::uint64_t kSatSize = std::uint64_t{1} << 62;  // estimate_nfa_size's cap
+  TreeInfo tree_info(const NodePtr& n) const {
+    if (n->kids.empty()) return {n->kind == NodeKind::Concat ? 0u : 1u, n->kind != NodeKind::RuleRef, false};
+    auto it = tree_memo_.find(n.get());
+    if (it != tree_memo_.end()) return it->second.second;
+    std::uint64_t s = n->kind == NodeKind::Concat || n->kind == NodeKind::Repeat ? 0 : 1;
+    bool reg = true;
+    bool alg = n->kind == NodeKind::Intersect || n->kind == NodeKind::Difference;
+    for (const auto& k : n->kids) {
+      const TreeInfo sub = tree_info(k);
+      s = std::min(kSatSize, s + sub.size);
+      reg = reg && sub.regular;
+      alg = alg || sub.algebra;
+    }
+    if (n->kind == NodeKind::Repeat) s = estimate_repeat_size(s, n->min, n->max);
+    const TreeInfo out{s, reg, alg};
+    tree_memo_.emplace(n.get(), std::make_pair(n, out));  // holds the node: no address reuse
+    return out;
+  }
+
   std::uint64_t merge_cap() const { return std::max<std::uint64_t>(1000, limits_.max_nfa_states / 25); }
 
   // Big pieces: regular pieces over merge_cap that still become one terminal, together with
@@ -388,8 +402,8 @@ class Lowerer {
   bool big_piece(const NodePtr& n) const {
     switch (n->kind) {
       case NodeKind::Repeat:
-        return n->max != Node::kUnbounded && estimate_nfa_size(n->kids[0]) <= kCountedBody &&
-               bounded_length(*n->kids[0]) && estimate_nfa_size(n) <= counted_cap();
+        return n->max != Node::kUnbounded && size_of(n->kids[0]) <= kCountedBody &&
+               bounded_length(*n->kids[0]) && size_of(n) <= counted_cap();
       case NodeKind::Intersect:
       case NodeKind::Difference:
         return true;
@@ -397,7 +411,7 @@ class Lowerer {
         std::uint64_t small = 0;
         int big = 0;
         for (const auto& k : n->kids) {
-          const std::uint64_t sz = estimate_nfa_size(k);
+          const std::uint64_t sz = size_of(k);
           if (sz <= merge_cap()) small += sz;
           else if (big_piece(k)) ++big;
           else return false;
@@ -440,7 +454,7 @@ class Lowerer {
       for (const auto& k : n->kids) {
         if (k->kind == NodeKind::Empty) continue;
         if (mergeable(k)) {
-          const std::uint64_t sz = estimate_nfa_size(k);
+          const std::uint64_t sz = size_of(k);
           if (sz > merge_cap() && big_piece(k)) {
             if (run_big) flush();
             run.push_back(k);
@@ -516,11 +530,21 @@ class Lowerer {
 
   // ---- (3) terminals ------------------------------------------------------------------
   void build_dfas() {
+    StageTimer timer(compile_times().automata_ns);
+    terminal_keys_.resize(g_.terminals.size());
     std::uint64_t total = 0;
-    for (auto& t : g_.terminals) {
+    for (std::size_t i = 0; i < g_.terminals.size(); ++i) {
+      Terminal& t = g_.terminals[i];
       if (t.is_token || t.is_slot) continue;
       budget_.check("building terminal automata");
-      t.dfa = Dfa::compile(t.regex, limits_, budget_);
+      // Another compile may have built this automaton already (automaton_memo.hpp).
+      const std::string& key = terminal_keys_[i];
+      if (std::shared_ptr<const Dfa> known = memo_terminal(key, limits_)) {
+        t.dfa = *known;
+      } else {
+        t.dfa = Dfa::compile(t.regex, limits_, budget_);
+        memo_put_terminal(key, limits_, t.dfa);
+      }
       total += t.dfa.num_states();
       if (total > limits_.max_total_dfa_states)
         throw LimitExceeded("max_total_dfa_states", total, limits_.max_total_dfa_states,
@@ -534,11 +558,25 @@ class Lowerer {
   Grammar g_;
   std::vector<std::uint8_t> regular_;
   std::unordered_map<std::int32_t, NodePtr> inline_cache_;
+  // Recursion depths of substitute (inlining) and expand_sized (operands of &/-), in tree
+  // levels: bounded by kInlineDepthFactor x the nesting limit.
+  static constexpr std::uint32_t kInlineDepthFactor = 4;
+  std::uint32_t subst_depth_ = 0;
+  std::uint32_t expand_depth_ = 0;
+  struct DepthGuard {
+    std::uint32_t& depth;
+    explicit DepthGuard(std::uint32_t& d) : depth(++d) {}
+    ~DepthGuard() { --depth; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+  };
   // expand_sized: rule -> (body with all rules inlined, estimated NFA states), and the same per
   // node (holding the node itself, so its address cannot be reused while it is a key).
   std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
   std::unordered_map<const Node*, std::tuple<NodePtr, std::uint64_t, NodePtr>> expand_memo_;
-  std::unordered_map<const Node*, std::pair<NodePtr, std::string>> key_memo_;
+  mutable std::unordered_map<const Node*, std::pair<NodePtr, TreeInfo>> tree_memo_;
+  StructuralKeys keys_;
+  std::vector<std::string> terminal_keys_;  // per terminal (empty for tokens and slots)
   std::vector<std::uint32_t> ref_count_;
   std::vector<std::int32_t> nt_of_rule_;
   std::vector<std::pair<std::int32_t, std::int32_t>> pending_;

@@ -163,9 +163,9 @@ class GrammarParser {
   }
 
   void enter(std::size_t depth) const {
-    if (depth > limits_.max_nesting)
-      throw LimitExceeded("max_nesting", depth, limits_.max_nesting,
-                          "grammar nesting too deep at " + where(pos_));
+    if (depth > nesting_limit(limits_))
+      throw LimitExceeded("max_nesting", depth, nesting_limit(limits_),
+                          "grammar nesting too deep at " + where(pos_) + nesting_note(limits_));
   }
 
   NodePtr parse_alternatives(std::size_t depth) {
@@ -221,16 +221,20 @@ class GrammarParser {
       if (c == '|' || c == ')' || c == '&' || c == '-') break;
       if (at_rule_start()) break;
       NodePtr atom = parse_atom(depth);
-      items.push_back(parse_quantifiers(atom));
+      items.push_back(parse_quantifiers(atom, depth));
     }
     if (items.empty()) return make_empty(start);
     return items.size() == 1 ? items[0] : make_concat(std::move(items), start);
   }
 
-  NodePtr parse_quantifiers(NodePtr atom) {
+  // Each quantifier wraps the atom in one more node, so stacked ones (`"a"****`) count as
+  // nesting: the tree, and every recursion over it downstream, stays max_nesting deep.
+  NodePtr parse_quantifiers(NodePtr atom, std::size_t depth) {
+    std::size_t wraps = 0;
     while (!at_end()) {
       std::size_t qpos = pos_;
       unsigned char c = peek();
+      if (c == '*' || c == '+' || c == '?' || c == '{') enter(depth + ++wraps);
       if (c == '*') {
         ++pos_;
         atom = make_repeat(atom, 0, Node::kUnbounded, qpos);

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -81,6 +82,16 @@ constexpr ShortEscape kShort[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {0x08, '
 
 NodePtr lit(char c) { return make_chars(CharSet::single(static_cast<std::uint8_t>(c))); }
 
+// The process-wide memo of JsonStringBuilder::shared_chars, per spelling mode.
+struct CharsMemo {
+  std::mutex mu;
+  std::map<Ranges, std::pair<NodePtr, std::uint64_t>, RangesLess> by_mode[2];
+};
+CharsMemo& chars_memo() {
+  static CharsMemo m;
+  return m;
+}
+
 class JsonStringBuilder {
  public:
   JsonStringBuilder(const Limits& limits, JsonEscapes escapes)
@@ -129,15 +140,11 @@ class JsonStringBuilder {
   }
 
   NodePtr chars(const CharSet& s) {
-    auto it = chars_memo_.find(s.ranges());
-    if (it != chars_memo_.end()) return it->second;
-    NodePtr out = build_chars(s);
-    const std::uint64_t size = estimate_nfa_size(out);
-    if (size > limits_.max_nfa_states)
-      throw LimitExceeded("max_nfa_states", size, limits_.max_nfa_states,
+    std::pair<NodePtr, std::uint64_t> built = shared_chars(s);
+    if (built.second > limits_.max_nfa_states)
+      throw LimitExceeded("max_nfa_states", built.second, limits_.max_nfa_states,
                           "the JSON spellings of one character class alone need too many NFA states");
-    chars_memo_.emplace(s.ranges(), out);
-    return out;
+    return built.first;
   }
 
  private:
@@ -269,10 +276,31 @@ class JsonStringBuilder {
     return out;
   }
 
+  // The spellings of one character class and their NFA size, from the process-wide memo: the
+  // same classes (any character, a pattern's [a-z0-9_-], ...) recur in every `/re/j` of every
+  // grammar, and building one class's `\uXXXX` trie and surrogate pairs costs far more than the
+  // rest of the transform. Trees are immutable, so sharing them is safe; the memo holds at most
+  // kCharsMemoEntries classes per mode (it is emptied when full).
+  std::pair<NodePtr, std::uint64_t> shared_chars(const CharSet& s) {
+    static constexpr std::size_t kCharsMemoEntries = 4096;
+    CharsMemo& memo = chars_memo();
+    std::mutex& mu = memo.mu;
+    auto& m = memo.by_mode[canonical_ ? 1 : 0];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = m.find(s.ranges());
+      if (it != m.end()) return it->second;
+    }
+    NodePtr out = build_chars(s);  // outside the lock: equal inputs give equal trees
+    std::pair<NodePtr, std::uint64_t> entry{out, estimate_nfa_size(out)};
+    std::lock_guard<std::mutex> lock(mu);
+    if (m.size() >= kCharsMemoEntries) m.clear();
+    return m.emplace(s.ranges(), std::move(entry)).first->second;
+  }
+
   const Limits& limits_;
   const bool canonical_;  // JsonEscapes::Canonical; the memos below hold this mode's trees only
   std::unordered_map<const Node*, NodePtr> node_memo_;
-  std::map<Ranges, NodePtr, RangesLess> chars_memo_;
   std::map<std::pair<int, Ranges>, NodePtr, HexKeyLess> hex_memo_;
   NodePtr any_hex_[5];
 };
@@ -282,6 +310,12 @@ class JsonStringBuilder {
 NodePtr json_string_content(const NodePtr& decoded, const Limits& limits, JsonEscapes escapes) {
   JsonStringBuilder b(limits, escapes);
   return b.transform(decoded);
+}
+
+void clear_json_string_memo() {
+  CharsMemo& m = chars_memo();
+  std::lock_guard<std::mutex> lock(m.mu);
+  for (auto& by : m.by_mode) by.clear();
 }
 
 NodePtr json_string_chars(const CharSet& cs, JsonEscapes escapes) {

@@ -41,6 +41,9 @@ NodePtr json_string_content(const NodePtr& decoded, const Limits& limits,
 /// minLength/maxLength do. Shared: every call with the same `escapes` returns the same tree.
 NodePtr json_string_any_char(JsonEscapes escapes = JsonEscapes::Any);
 
+/// Forget the process-wide memo of character spellings (benchmarks of a first compile).
+void clear_json_string_memo();
+
 /// The spellings of one character of `cs` inside a JSON string body (the building block of
 /// json_string_content). An empty set gives a node matching nothing.
 NodePtr json_string_chars(const CharSet& cs, JsonEscapes escapes = JsonEscapes::Any);

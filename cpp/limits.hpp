@@ -23,7 +23,10 @@ struct Limits {
   std::uint32_t max_dfa_states = 20000;
   /// DFA states summed over all terminals of a grammar.
   std::uint32_t max_total_dfa_states = 200000;
-  /// Nesting depth of parentheses/brackets in regex and grammar text (recursive-descent parsers).
+  /// Nesting depth of parentheses/brackets in regex and grammar text (recursive-descent parsers),
+  /// stacked grammar quantifiers included. Every recursion over the parsed tree downstream
+  /// (lowering, NFA construction, destructors) is as deep as this. Values above
+  /// kMaxNestingCeiling act as the ceiling (see nesting_limit).
   std::uint32_t max_nesting = 200;
   /// Productions in the lowered grammar.
   std::uint32_t max_productions = 100000;
@@ -52,6 +55,24 @@ struct Limits {
   /// the whole trie itself (the reference path the tests compare with).
   std::uint32_t mask_share_min_states = 64;
 };
+
+/// The deepest nesting any setting of max_nesting allows: the parsers and every recursion over
+/// their trees take roughly 0.5-1 KiB of stack per level, and compiles may run on threads with
+/// 1 MiB stacks (measured: 1,000 levels pass on one, 2,000 overflow it). Inlining chains of
+/// regular rules (grammar_lower.cpp) may build trees up to about five times the limit deep.
+constexpr std::uint32_t kMaxNestingCeiling = 500;
+
+/// The nesting depth the parsers enforce: max_nesting, capped at kMaxNestingCeiling.
+inline std::uint32_t nesting_limit(const Limits& limits) {
+  return limits.max_nesting < kMaxNestingCeiling ? limits.max_nesting : kMaxNestingCeiling;
+}
+
+/// The message suffix for a nesting error: says when the ceiling, not the setting, refused it.
+inline std::string nesting_note(const Limits& limits) {
+  return limits.max_nesting > kMaxNestingCeiling
+             ? " (nesting deeper than 500 is refused whatever max_nesting says: the stack)"
+             : "";
+}
 
 /// A deadline checked at loop heads of long-running compile stages.
 class Budget {

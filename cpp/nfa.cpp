@@ -21,12 +21,22 @@
 #include <map>
 #include <unordered_map>
 
+#include "automaton_memo.hpp"
 #include "errors.hpp"
 #include "sym_dfa.hpp"
 
 namespace corral {
 
 namespace {
+
+struct RangesLess {
+  bool operator()(const std::vector<CodepointRange>& a, const std::vector<CodepointRange>& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                        [](const CodepointRange& x, const CodepointRange& y) {
+                                          return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
+                                        });
+  }
+};
 
 class NfaBuilder {
  public:
@@ -39,6 +49,8 @@ class NfaBuilder {
     partition();
     nfa_.match = new_state(NfaState::Match);
     nfa_.start = build(*root, nfa_.match);
+    if (root->kind == NodeKind::Intersect || root->kind == NodeKind::Difference)
+      nfa_.whole = std::make_shared<const SymDfa>(algebra_memo_.at(node_id_.at(root.get())));
     return std::move(nfa_);
   }
 
@@ -253,18 +265,85 @@ class NfaBuilder {
   }
 
   // The minimal DFA of an Intersect/Difference node, computed once per distinct subtree (a
-  // counted repetition embeds it many times).
+  // counted repetition embeds it many times), and taken from the process-wide memo when another
+  // compile built it (the converter's probe of the same product, another schema).
   const SymDfa& algebra_dfa(const Node& n) {
     const std::int32_t id = node_id_.at(&n);
     auto hit = algebra_memo_.find(id);
     if (hit != algebra_memo_.end()) return hit->second;
+    // A non-owning pointer: the tree outlives this builder, and so its key memo.
+    const std::string& key = keys_.of(NodePtr(NodePtr(), &n));
+    if (std::shared_ptr<const RangeDfa> known = memo_product(key, limits_))
+      return algebra_memo_.emplace(id, from_ranges(*known)).first->second;
     const ProductOp op = n.kind == NodeKind::Intersect ? ProductOp::Intersect : ProductOp::Difference;
     SymDfa acc = operand_dfa(*n.kids[0]);
     for (std::size_t i = 1; i < n.kids.size() && acc.size() > 0; ++i) {
       acc = prune_dead(product(acc, operand_dfa(*n.kids[i]), op, limits_, budget_));
       if (acc.size() > 0) acc = minimise(acc, budget_);
     }
+    memo_put_product(key, limits_, to_ranges(acc));
     return algebra_memo_.emplace(id, std::move(acc)).first->second;
+  }
+
+  // `d` (over this NFA's classes) with each (state, target) edge labelled by its code points.
+  RangeDfa to_ranges(const SymDfa& d) const {
+    RangeDfa r;
+    r.start = d.start;
+    r.acc = d.acc;
+    r.out.resize(d.size());
+    std::map<std::vector<CodepointRange>, std::int32_t, RangesLess> label_ids;
+    std::map<std::int32_t, std::vector<CodepointRange>> by_target;  // ordered: deterministic
+    for (std::size_t s = 0; s < d.size(); ++s) {
+      by_target.clear();
+      for (std::uint32_t c = 0; c < d.k; ++c) {
+        const std::int32_t t = d.at(s, c);
+        if (t < 0) continue;
+        auto& rs = by_target[t];
+        rs.insert(rs.end(), nfa_.class_ranges[c].begin(), nfa_.class_ranges[c].end());
+      }
+      for (auto& [t, rs] : by_target) {
+        std::sort(rs.begin(), rs.end(), [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
+        std::vector<CodepointRange> merged;
+        for (const auto& x : rs) {
+          if (!merged.empty() && merged.back().hi + 1 == x.lo) merged.back().hi = x.hi;
+          else merged.push_back(x);
+        }
+        auto [it, fresh] = label_ids.emplace(std::move(merged), static_cast<std::int32_t>(r.labels.size()));
+        if (fresh) r.labels.push_back(it->first);
+        r.out[s].push_back({it->second, t});
+      }
+    }
+    return r;
+  }
+
+  // A memoised product over this NFA's classes. Exact because the tree holds the product's
+  // operands, so the partition refines theirs: every class lies inside or outside each label
+  // (checked: a class straddling a label would mean the memo entry is not this tree's).
+  SymDfa from_ranges(const RangeDfa& r) const {
+    SymDfa d;
+    d.k = nfa_.num_classes();
+    d.start = r.start;
+    d.acc = r.acc;
+    d.trans.assign(r.acc.size() * d.k, -1);
+    std::vector<std::vector<std::uint32_t>> classes(r.labels.size());
+    for (std::size_t l = 0; l < r.labels.size(); ++l) {
+      const auto& label = r.labels[l];
+      for (std::uint32_t c = 0; c < d.k; ++c) {
+        const auto& cr = nfa_.class_ranges[c];
+        std::size_t inside = 0;
+        for (const auto& x : cr) {
+          auto it = std::upper_bound(label.begin(), label.end(), x.lo,
+                                     [](std::uint32_t v, const CodepointRange& y) { return v < y.lo; });
+          if (it != label.begin() && std::prev(it)->hi >= x.hi) ++inside;
+        }
+        CORRAL_CHECK(inside == 0 || inside == cr.size(), "memoised product label splits an alphabet class");
+        if (inside) classes[l].push_back(c);
+      }
+    }
+    for (std::size_t s = 0; s < r.out.size(); ++s)
+      for (const auto& [l, t] : r.out[s])
+        for (std::uint32_t c : classes[static_cast<std::size_t>(l)]) d.trans[s * d.k + c] = t;
+    return d;
   }
 
   // Splices DFA `d` in as a fragment continuing to `next`; returns its entry state.
@@ -320,6 +399,7 @@ class NfaBuilder {
   std::int32_t next_struct_ = 0;  // structural id of a Chars -> set id
   std::unordered_map<std::uint64_t, std::int32_t> memo_;
   std::unordered_map<std::int32_t, SymDfa> algebra_memo_;  // structural id -> product DFA
+  StructuralKeys keys_;                                    // of Intersect/Difference nodes
   std::map<std::vector<std::uint32_t>, std::int32_t> class_set_ids_;
 };
 

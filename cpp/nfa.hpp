@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "limits.hpp"
@@ -25,6 +26,8 @@ struct NfaState {
   std::vector<std::int32_t> eps;   // Eps: targets
 };
 
+struct SymDfa;
+
 struct Nfa {
   std::vector<NfaState> states;
   std::int32_t start = -1;
@@ -35,6 +38,9 @@ struct Nfa {
   /// (Intersect/Difference): the classes it is the union of.
   std::vector<std::vector<std::uint32_t>> set_classes;
   std::uint32_t num_classes() const { return static_cast<std::uint32_t>(class_ranges.size()); }
+  /// When the whole tree is one `&`/`-` node: its minimal, live DFA over these classes (what
+  /// determinising the NFA would rebuild), so the caller can skip that; else null.
+  std::shared_ptr<const SymDfa> whole;
 };
 
 /// Throws LimitExceeded(max_nfa_states / max_compile_ms) or InternalError (RuleRef in tree).

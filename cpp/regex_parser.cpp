@@ -490,10 +490,10 @@ class Parser {
       }
     }
     ++depth_;
-    if (depth_ > limits_.max_nesting)
-      throw LimitExceeded("max_nesting", depth_, limits_.max_nesting,
+    if (depth_ > nesting_limit(limits_))
+      throw LimitExceeded("max_nesting", depth_, nesting_limit(limits_),
                           "regex groups nested too deeply (at byte offset " +
-                              std::to_string(offs_[start]) + ")");
+                              std::to_string(offs_[start]) + ")" + nesting_note(limits_));
     out = parse_sub(inner, /*top=*/false);
     --depth_;
     if (!match(')')) fail("missing ), unterminated subpattern", start);

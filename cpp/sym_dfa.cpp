@@ -111,6 +111,34 @@ SymDfa determinise(const Nfa& nfa, std::int32_t start, std::int32_t match, const
   return d;
 }
 
+SymDfa renumber_bfs(const SymDfa& d) {
+  SymDfa out;
+  out.k = d.k;
+  if (d.start < 0) return out;
+  std::vector<std::int32_t> id(d.size(), -1), order{d.start};
+  id[static_cast<std::size_t>(d.start)] = 0;
+  for (std::size_t qi = 0; qi < order.size(); ++qi)
+    for (std::uint32_t c = 0; c < d.k; ++c) {
+      const std::int32_t t = d.at(static_cast<std::size_t>(order[qi]), c);
+      if (t >= 0 && id[static_cast<std::size_t>(t)] < 0) {
+        id[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(order.size());
+        order.push_back(t);
+      }
+    }
+  out.acc.resize(order.size());
+  out.trans.assign(order.size() * d.k, -1);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto s = static_cast<std::size_t>(order[i]);
+    out.acc[i] = d.acc[s];
+    for (std::uint32_t c = 0; c < d.k; ++c) {
+      const std::int32_t t = d.at(s, c);
+      out.trans[i * d.k + c] = t < 0 ? -1 : id[static_cast<std::size_t>(t)];
+    }
+  }
+  out.start = 0;
+  return out;
+}
+
 // ---- dead states --------------------------------------------------------------------------
 
 SymDfa prune_dead(const SymDfa& d) {

@@ -45,6 +45,11 @@ SymDfa prune_dead(const SymDfa& d);
 /// (start == 0); its states stay live.
 SymDfa minimise(const SymDfa& d, const Budget& budget);
 
+/// The same automaton with its states renumbered in BFS order from the start (classes in
+/// increasing order), start == 0: the numbering minimise gives, for a DFA that is already
+/// minimal and live.
+SymDfa renumber_bfs(const SymDfa& d);
+
 enum class ProductOp : std::uint8_t {
   Intersect,   // accept where both accept
   Difference,  // accept where the first accepts and the second does not

@@ -120,6 +120,38 @@ def _tool_check(text: str) -> None:
     assert set(call) == {"name", "arguments"}
 
 
+THINK_OPEN, THINK_CLOSE = "Reasoning: ", "\nAnswer: "  # SmolLM2 has no think tokens: the plain pair
+THINK_BUDGET = 12
+
+
+def split_thinking(text: str) -> tuple[str, str]:
+    """(reasoning, answer) of a think-then-answer output in the plain section pair."""
+    assert text.startswith(THINK_OPEN), text
+    reasoning, sep, answer = text[len(THINK_OPEN) :].partition(THINK_CLOSE)
+    assert sep, text
+    return reasoning, answer
+
+
+def _think_check(text: str) -> None:
+    _reasoning, answer = split_thinking(text)
+    jsonschema.validate(json.loads(answer), ANSWER_FIRST)
+
+
+CALL_TAGS = [
+    {"begin": "<tool_call>", "schema": TOOLS[0]["function"]["parameters"], "end": "</tool_call>"},
+]
+
+
+def _structural_check(text: str) -> None:
+    """Free text with zero or more well-formed <tool_call> segments, each valid."""
+    pos = 0
+    while (at := text.find("<tool_call>", pos)) >= 0:
+        start = at + len("<tool_call>")
+        stop = text.index("</tool_call>", start)
+        jsonschema.validate(json.loads(text[start:stop]), CALL_TAGS[0]["schema"])
+        pos = stop + len("</tool_call>")
+
+
 def _slot_check(text: str) -> None:
     value = json.loads(text)
     jsonschema.validate(value, SLOTTED)
@@ -143,6 +175,7 @@ class HostCase:
     chat: bool = False
     agree: bool = True
     budget_cut: bool = False
+    thinking: bool = False
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     def constraint_args(self) -> dict[str, Any]:
@@ -225,6 +258,22 @@ CASES = [
         "Is 17 a prime number? Answer as JSON:",
         {"schema": REASONING_FIRST},
         _schema_check(REASONING_FIRST, ["reasoning", "answer"]),
+    ),
+    HostCase(
+        "thinking",
+        "Is 17 a prime number? Think briefly, then answer as JSON.\n",
+        {"schema": ANSWER_FIRST, "thinking": {"budget_tokens": THINK_BUDGET}},
+        _think_check,
+        max_tokens=60,
+        agree=False,  # jump-ahead spells the forced close marker; a processor lets the model spell it
+        thinking=True,
+    ),
+    HostCase(
+        "structural",
+        'Weather in Paris? Reply with <tool_call>{"city": ..., "unit": ...}</tool_call>.\nReply:',
+        {"structural_tags": CALL_TAGS},
+        _structural_check,
+        max_tokens=40,
     ),
 ]
 """In order: ``answer_first`` is compiled right before ``reasoning_first`` (same properties, other

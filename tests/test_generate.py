@@ -195,3 +195,20 @@ def test_logits_processor_with_model_generate(smol_model: Any) -> None:
     proc = corral.TransformersLogitsProcessor(g)
     out = model.generate(**enc, logits_processor=[proc], max_new_tokens=48, do_sample=False)
     assert tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True) == ours.text
+
+
+def test_the_agent_loop_example_thinks_calls_and_answers(smol_model: Any) -> None:
+    """examples/agent_loop.py on the bundled model: a bounded think block, a call of the declared
+    Python function with valid arguments, its result fed back, a prose answer."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "agent_loop.py"
+    spec = importlib.util.spec_from_file_location("agent_loop", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.run("What is the weather in Paris?", model=smol_model)
+    assert out["call"]["name"] == "get_weather" and isinstance(out["call"]["arguments"]["city"], str)
+    assert out["result"] == mod.get_weather(**out["call"]["arguments"])
+    assert isinstance(out["reasoning"], str) and out["answer"].strip()

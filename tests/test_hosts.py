@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_cases import CASES, HostCase
+from host_cases import CASES, THINK_BUDGET, THINK_CLOSE, HostCase, split_thinking
 
 import corral
 from corral import models
@@ -33,7 +33,11 @@ torch = pytest.importorskip("torch")
 
 
 def _normal(case: HostCase, text: str) -> str:
-    """Tool calls compare as JSON (the server returns them parsed, the others as text)."""
+    """Tool calls compare as JSON (the server returns them parsed, the others as text); a think
+    block as its reasoning and the answer's JSON (the server returns them apart)."""
+    if case.thinking:
+        reasoning, answer = split_thinking(text)
+        return json.dumps([reasoning, json.loads(answer)])
     return json.dumps(json.loads(text)) if "tools" in case.args else text
 
 
@@ -59,7 +63,7 @@ class LoopHost:
     def __init__(self, backend: Any, jump_ahead: bool = True) -> None:
         self.backend, self.jump_ahead = backend, jump_ahead
 
-    def run(self, case: HostCase) -> tuple[str, int]:
+    def run(self, case: HostCase) -> tuple[str, int, list[int] | None]:
         r = corral.generate(
             self.backend,
             case.prompt,
@@ -70,17 +74,19 @@ class LoopHost:
             jump_ahead=self.jump_ahead,
         )
         assert r.valid, (case.name, r.error)
-        return r.text, r.completion_tokens
+        return r.text, r.completion_tokens, r.tokens
 
 
 class ServerHost:
     def __init__(self, url: str) -> None:
         self.client = openai.OpenAI(api_key="unused", base_url=url + "/v1", max_retries=0, timeout=120)
 
-    def run(self, case: HostCase) -> tuple[str, int]:
+    def run(self, case: HostCase) -> tuple[str, int, list[int] | None]:
         extra: dict[str, Any] = {}
         if case.slots:
             extra["corral_slots"] = case.slots
+        if case.thinking:  # a corral extension on both endpoints
+            extra["thinking"] = case.args["thinking"]
         if case.chat:
             kw: dict[str, Any] = {}
             if "tools" in case.args:
@@ -105,6 +111,9 @@ class ServerHost:
         else:
             if "schema" in case.args:
                 extra["json_schema"] = case.json_schema()
+            if "structural_tags" in case.args:  # vLLM's structural_tag response format
+                tags = case.args["structural_tags"]
+                extra["response_format"] = {"type": "structural_tag", "structures": tags}
             for k in ("regex", "grammar", "choices"):
                 if k in case.args:
                     extra[k] = case.args[k]
@@ -117,14 +126,14 @@ class ServerHost:
             )
             text = r.choices[0].text
         assert r.usage is not None
-        return text, r.usage.completion_tokens
+        return text, r.usage.completion_tokens, None
 
 
 class TransformersHost:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
 
-    def run(self, case: HostCase) -> tuple[str, int]:
+    def run(self, case: HostCase) -> tuple[str, int, list[int] | None]:
         b = self.backend
         c = _constraint(case, b.tokenizer)
         ids = b.render(_messages(case) if case.chat else case.prompt, chat=case.chat)
@@ -141,7 +150,7 @@ class TransformersHost:
         new = out[0, enc.shape[1] :].tolist()
         eos = set(b.tokenizer.eos_ids)
         new = new[: next((i for i, t in enumerate(new) if t in eos), len(new))]
-        return b.tokenizer.decode(new).decode("utf-8"), len(new)
+        return b.tokenizer.decode(new).decode("utf-8"), len(new), new
 
 
 class LlamaCppHost:
@@ -155,7 +164,7 @@ class LlamaCppHost:
         self.tok = corral.Tokenizer.from_gguf(path)
         self.template = self.llm.metadata["tokenizer.chat_template"]
 
-    def run(self, case: HostCase) -> tuple[str, int]:
+    def run(self, case: HostCase) -> tuple[str, int, list[int] | None]:
         from corral.backends.llama_cpp import render_chat_template
 
         c = _constraint(case, self.tok)
@@ -167,7 +176,8 @@ class LlamaCppHost:
             temperature=0.0,
             logits_processor=self.lc.LogitsProcessorList([proc]),
         )
-        return out["choices"][0]["text"], int(out["usage"]["completion_tokens"])
+        text = out["choices"][0]["text"]
+        return text, int(out["usage"]["completion_tokens"]), self.tok.encode(text) if case.thinking else None
 
 
 # ---------------------------------------------------------------------- fixtures
@@ -199,7 +209,7 @@ def server_url(smol_model: Any) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def results(smol_model: Any, server_url: str) -> dict[str, dict[str, tuple[str, int]]]:
+def results(smol_model: Any, server_url: str) -> dict[str, dict[str, tuple[str, int, list[int] | None]]]:
     """Every case on every host, run once for the module (cases in order: the property-order
     pair compiles one right after the other on each host's cache)."""
     hosts: dict[str, Any] = {
@@ -214,7 +224,7 @@ def results(smol_model: Any, server_url: str) -> dict[str, dict[str, tuple[str, 
         hosts["llama_cpp"] = LlamaCppHost(models.smollm2_gguf_path())
     except ImportError:  # pragma: no cover - CI installs the llama extra
         pass
-    out: dict[str, dict[str, tuple[str, int]]] = {}
+    out: dict[str, dict[str, tuple[str, int, list[int] | None]]] = {}
     for name, host in hosts.items():
         out[name] = {}
         for case in CASES:
@@ -230,7 +240,7 @@ HOSTS = ["loop", "loop_no_jump", "server", "transformers", "llama_cpp"]
 def test_every_host_satisfies_every_case(results: Any, host: str, case: HostCase) -> None:
     if host == "llama_cpp" and host not in results:  # pragma: no cover - CI installs it
         pytest.skip("llama-cpp-python is not installed")
-    text, n = results[host][case.name]
+    text, n, _tokens = results[host][case.name]
     case.check(text)
     assert n <= case.max_tokens, (host, case.name, n)
 
@@ -255,6 +265,40 @@ def test_budget_case_is_cut_short_yet_valid(results: Any) -> None:
     valid output within it (already checked per host) — and the loop reports the cut."""
     budget = next(c for c in CASES if c.budget_cut)
     for host, per_case in results.items():
-        text, n = per_case[budget.name]
+        text, n, _tokens = per_case[budget.name]
         assert n <= budget.max_tokens, (host, n)
         assert json.loads(text)["story"] is not None
+
+
+def test_thinking_budget_is_honoured_to_the_token(results: Any) -> None:
+    """The think block (open marker to the token completing the close marker) takes at most its
+    budget of tokens on every host that reports its tokens (the server equals the loop, checked
+    above); llama.cpp reports text, re-tokenized here (its block must also fit)."""
+    case = next(c for c in CASES if c.thinking)
+    tok = corral.Tokenizer.from_gguf(models.smollm2_gguf_path())
+    seen = 0
+    for host, per_case in results.items():
+        text, _n, tokens = per_case[case.name]
+        if tokens is None:
+            continue
+        acc = b""
+        for i, t in enumerate(tokens):
+            acc += tok.token_bytes[t]
+            if THINK_CLOSE.encode() in acc:
+                assert i + 1 <= THINK_BUDGET, (host, i + 1, text)
+                break
+        else:
+            raise AssertionError((host, "no close marker", text))
+        seen += 1
+    assert seen >= 3
+
+
+@pytest.mark.parametrize(
+    "a, b", [("loop", "server"), ("loop_no_jump", "transformers")], ids=["loop=server", "loop=transformers"]
+)
+def test_thinking_outputs_agree_where_the_close_marker_is_decided_alike(results: Any, a: str, b: str) -> None:
+    """The think case is left out of the general agreement (vLLM and the processors let the
+    model spell the forced close marker; jump-ahead spells it itself), but hosts that decide it
+    the same way write the same output."""
+    case = next(c for c in CASES if c.thinking)
+    assert _normal(case, results[a][case.name][0]) == _normal(case, results[b][case.name][0])

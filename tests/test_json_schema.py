@@ -562,3 +562,17 @@ def test_wide_objects_convert_without_deep_recursion(tok: corral.Tokenizer) -> N
     m = g.matcher()
     assert m.accept_bytes(b'{"p0":1,"p2999":5}') and m.is_accepting()
     assert not g.matcher().accept_bytes(b'{"p2999":5,"p0":1}')  # declared order, as generated
+
+
+def test_subschema_without_values_reached_twice_stays_impossible() -> None:
+    # The second $ref to a schema no value satisfies used to get the first attempt's reserved
+    # (empty) rule back, so the whole grammar accepted the empty output.
+    never = {"type": "object", "minProperties": 2, "additionalProperties": False, "properties": {"a": {}}}
+    schema = {
+        "$defs": {"n": never},
+        "anyOf": [{"$ref": "#/$defs/n"}, {"$ref": "#/$defs/n"}, {"type": "integer"}],
+    }
+    g = corral.compile_json_schema(schema, byte_tokenizer())
+    assert _accepts(g, "5")
+    assert not _accepts(g, "")
+    assert not _accepts(g, '{"a": 1}')

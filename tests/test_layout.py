@@ -198,6 +198,7 @@ def test_the_pipeline_points_one_way() -> None:
         ("corral.grammar",),
         ("corral.engine", "corral.schema", "corral.compile"),
         ("corral.runtime",),
+        ("corral.linter",),
         ("corral.backends",),
         ("corral.generation", "corral.classification"),
         ("corral.integrations", "corral.vllm"),

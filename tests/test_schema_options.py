@@ -24,6 +24,7 @@ DEFAULT_BUDGETS = {
     "max_named_keys": 16,
     "max_machine_states": 5000,
     "pretty_max_depth": 32,
+    "max_schema_depth": 128,
     "max_convert_ms": 5000,
 }
 
@@ -58,6 +59,8 @@ def test_budget_defaults_and_names() -> None:
         ("max_named_keys", -3),
         ("max_machine_states", 0),
         ("pretty_max_depth", 5000),
+        ("max_schema_depth", 0),
+        ("max_schema_depth", 513),
         ("max_convert_ms", 0),
         ("max_convert_ms", 1.5),
         ("max_convert_ms", False),
@@ -196,10 +199,10 @@ def test_time_limit_raises_limit_exceeded_naming_the_pointer() -> None:
     text, _ = convert(schema, max_convert_ms=None)
     assert "q499" in text
     with pytest.raises(LimitExceeded) as info:
-        convert(schema, max_convert_ms=1)
+        convert(schema, max_convert_ms=50)  # past the depth check of the document (~10 ms)
     e = info.value
-    assert e.limit == "max_convert_ms" and e.limit_value == 1 and e.given >= 1
-    assert "max_convert_ms=1 ms" in e.message
+    assert e.limit == "max_convert_ms" and e.limit_value == 50 and e.given >= 50
+    assert "max_convert_ms=50 ms" in e.message
     where = re.search(r"it was at (#\S*)", e.message)
     assert where is not None, e.message
     assert where.group(1).startswith("#/properties/p"), e.message
@@ -219,7 +222,7 @@ def test_time_limit_counts_allof_merges() -> None:
     parts = [{"properties": {f"k{i}": {"type": "integer"}}} for i in range(1500)]
     schema = {"type": "object", "properties": {"x": {"allOf": parts}}}
     with pytest.raises(LimitExceeded, match=r"it was at #/properties/x/allOf/\d+$"):
-        convert(schema, max_convert_ms=50)
+        convert(schema, max_convert_ms=300)  # (~2 s in all; the document's depth check ~20 ms)
 
 
 def test_default_time_limit_does_not_trip_on_a_normal_schema() -> None:

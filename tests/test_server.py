@@ -7,22 +7,18 @@ One server is started for the module (``--threads 1``; the model loads once, ~5 
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 from generation_cases import PERSON
 from host_cases import TOOLS
+from server_helpers import Server, start_server
 
 from corral import models
 
@@ -47,39 +43,6 @@ WORD = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    def __init__(self, url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-        self.url = url
-        self.proc = proc
-        self.log = log
-        self.client = openai.OpenAI(api_key="unused", base_url=url + "/v1", max_retries=0, timeout=120)
-        self.http = httpx.Client(base_url=url, timeout=120)
-
-    def metrics(self) -> str:
-        return str(self.http.get("/metrics").text)
-
-    def metric(self, name: str) -> float:
-        """Sum of a metric's samples (all label sets)."""
-        total = 0.0
-        for line in self.metrics().splitlines():
-            if line.startswith(name + " ") or line.startswith(name + "{"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def healthy(self) -> dict[str, Any]:
-        r = self.http.get("/health")
-        assert r.status_code == 200, r.text
-        body: dict[str, Any] = r.json()
-        assert body["status"] == "ok"
-        return body
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     try:
@@ -91,19 +54,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     schemas.mkdir()
     (schemas / "person.json").write_text(json.dumps(PERSON))
     (schemas / "word.json").write_text(json.dumps({"name": "word", "schema": WORD, "strict": True}))
-    port = _free_port()
-    log = tmp / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "corral",
-        "serve",
+    srv = start_server(
+        tmp,
         "--backend",
         "transformers",
-        "--threads",
-        "1",
-        "--port",
-        str(port),
         "--schema-dir",
         str(schemas),
         "--max-batch",
@@ -112,31 +66,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "4",
         "--max-body-mb",
         "1",
-    ]
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"server exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"server did not start:\n{log.read_text()}")
-        time.sleep(0.25)
-    srv = Server(url, proc, log)
+    )
     yield srv
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        proc.kill()
+    srv.stop()
 
 
 def _chat(server: Server, content: str, **kw: Any) -> Any:

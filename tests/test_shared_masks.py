@@ -100,3 +100,29 @@ def test_shared_masks_equal_plain_masks_regex(vocab: corral.Tokenizer, pattern: 
 
 def test_share_limit_default() -> None:
     assert corral.DEFAULT_LIMITS["mask_share_min_states"] == 64
+
+
+PRODUCT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$", "minLength": 3, "maxLength": 48},
+        "note": {"type": "string", "maxLength": 64, "not": {"const": "x"}},
+    },
+    "required": ["id"],
+}
+
+
+@pytest.mark.real_tokenizer
+@pytest.mark.slow
+def test_memoised_automata_give_the_masks_of_a_cold_compile(vocab: corral.Tokenizer) -> None:
+    """The process-wide automaton memo (cpp/automaton_memo.hpp): a compile whose terminal DFAs
+    and pattern products come from the memo (the converter's probe built the product, and an
+    earlier compile of the schema the rest) masks exactly like a compile from an empty memo."""
+    from corral import _native
+
+    _native.clear_engine_caches()
+    cold = corral.compile_json_schema(PRODUCT_SCHEMA, vocab, **PLAIN)
+    hits0 = _native.automaton_memo_stats()["hits"]
+    warm = corral.compile_json_schema(PRODUCT_SCHEMA, vocab, **PLAIN)
+    assert _native.automaton_memo_stats()["hits"] > hits0
+    _compare_walks(warm, cold, seed=3, steps=40)

@@ -16,6 +16,9 @@
 
 #include "batch.hpp"
 #include "compile.hpp"
+#include "automaton_memo.hpp"
+#include "compile_times.hpp"
+#include "json_string.hpp"
 #include "matcher.hpp"
 
 namespace nb = nanobind;
@@ -269,6 +272,34 @@ NB_MODULE(_core, m) {
         "rhs"_a, "max_states"_a, "limits"_a,
         "DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or "
         "another limit). Raises CompileError for malformed text.");
+  m.def("compile_times",
+        []() {
+          const CompileTimes& t = compile_times();
+          std::map<std::string, double> out{{"parse_ms", t.parse_ns / 1e6},
+                                            {"lower_ms", t.lower_ns / 1e6},
+                                            {"automata_ms", t.automata_ns / 1e6},
+                                            {"bind_ms", t.bind_ns / 1e6},
+                                            {"walk_ms", t.walk_ns / 1e6},
+                                            {"compiles", static_cast<double>(t.compiles)}};
+          return out;
+        },
+        "The calling thread's cumulative compile-stage times in ms (parse, lower without "
+        "automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks "
+        "take differences around a call.");
+  m.def("clear_engine_caches",
+        []() {
+          clear_automaton_memo();
+          clear_json_string_memo();
+        },
+        "Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a "
+        "process's first compile; the per-vocabulary mask pool stays).");
+  m.def("automaton_memo_stats",
+        []() {
+          const AutomatonMemoStats s = automaton_memo_stats();
+          return std::map<std::string, std::uint64_t>{
+              {"entries", s.entries}, {"bytes", s.bytes}, {"hits", s.hits}, {"misses", s.misses}};
+        },
+        "Entries, bytes, hits and misses of the process-wide automaton memo.");
   m.def("check_regex",
         [](const std::string& pattern, const nb::dict& limits) {
           Limits l = limits_from(limits);

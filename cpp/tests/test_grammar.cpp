@@ -111,3 +111,39 @@ body ::= "" | root body | [^<>]+)G");
   EXPECT(p.accepting());
   EXPECT_EQ(comp.size(), std::size_t(8));  // "</a></a>"
 }
+
+TEST(grammar_stacked_quantifiers_count_as_nesting) {
+  try {
+    build("root ::= \"a\"" + std::string(10000, '*'));
+    EXPECT(false);
+  } catch (const LimitExceeded& e) {
+    EXPECT_EQ(e.limit(), std::string("max_nesting"));
+  }
+  Grammar g = build("root ::= \"a\"*+?");
+  EXPECT(accepts(g, "aaa"));
+  EXPECT(accepts(g, ""));
+}
+
+TEST(grammar_nesting_ceiling_holds_whatever_max_nesting_says) {
+  Limits limits;
+  limits.max_nesting = 100000;
+  const std::string text = "root ::= " + std::string(kMaxNestingCeiling + 1, '(') + "\"a\"" +
+                           std::string(kMaxNestingCeiling + 1, ')');
+  try {
+    parse_grammar_text(text, "root", limits);
+    EXPECT(false);
+  } catch (const LimitExceeded& e) {
+    EXPECT_EQ(e.limit(), std::string("max_nesting"));
+  }
+}
+
+TEST(grammar_chain_of_regular_rules_is_not_inlined_past_the_nesting_limit) {
+  // Each rule is regular; inlined all the way, the chain would be a tree 20,000 levels deep.
+  const int n = 20000;
+  std::string text = "root ::= r0\n";
+  for (int i = 0; i < n; ++i) text += "r" + std::to_string(i) + " ::= \"(\" r" + std::to_string(i + 1) + " \")\"\n";
+  text += "r" + std::to_string(n) + " ::= \"x\"\n";
+  Grammar g = build(text);
+  EXPECT(accepts(g, std::string(n, '(') + "x" + std::string(n, ')')));
+  EXPECT(!accepts(g, std::string(n, '(') + "x" + std::string(n - 1, ')')));
+}

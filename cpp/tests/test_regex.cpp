@@ -301,3 +301,15 @@ TEST(case_insensitive_matches_python) {
       throw corral_test::Failure{std::string("(?i) case ") + c.pattern + " on " + c.text};
   }
 }
+
+TEST(regex_nesting_ceiling_holds_whatever_max_nesting_says) {
+  Limits lim;
+  lim.max_nesting = 100000;
+  try {
+    parse_regex(std::string(kMaxNestingCeiling + 1, '(') + std::string(kMaxNestingCeiling + 1, ')'), lim);
+    EXPECT(false);
+  } catch (const LimitExceeded& e) {
+    EXPECT_EQ(e.limit(), std::string("max_nesting"));
+  }
+  EXPECT(parse_regex(std::string(kMaxNestingCeiling, '(') + std::string(kMaxNestingCeiling, ')'), lim) != nullptr);
+}

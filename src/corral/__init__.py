@@ -47,6 +47,7 @@ from corral.generation import (
 from corral.grammar.tools import ToolCall
 from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
 from corral.integrations.transformers import TransformersLogitsProcessor
+from corral.linter import LintResult, lint
 from corral.schema import JsonSchemaGrammar, compile_json_schema
 from corral.tokenizer import Tokenizer
 
@@ -60,6 +61,7 @@ __all__ = [
     "fit_temperature",
     "Constraint",
     "ConstraintSpec",
+    "LintResult",
     "LlamaCppLogitsProcessor",
     "ToolCall",
     "ToolError",
@@ -69,6 +71,7 @@ __all__ = [
     "SamplingParams",
     "TextStream",
     "generate",
+    "lint",
     "load_model",
     "load_tokenizer",
     "stream",

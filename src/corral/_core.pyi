@@ -123,6 +123,19 @@ def probe_expression(rhs: str, max_states: int, limits: dict) -> int:
     DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or another limit). Raises CompileError for malformed text.
     """
 
+def compile_times() -> dict[str, float]:
+    """
+    The calling thread's cumulative compile-stage times in ms (parse, lower without automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks take differences around a call.
+    """
+
+def clear_engine_caches() -> None:
+    """
+    Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a process's first compile; the per-vocabulary mask pool stays).
+    """
+
+def automaton_memo_stats() -> dict[str, int]:
+    """Entries, bytes, hits and misses of the process-wide automaton memo."""
+
 def check_regex(pattern: str, limits: dict) -> None:
     """
     Compile a regex's automaton as compile_regex would, without a vocabulary (CompileError or LimitExceeded if it cannot).

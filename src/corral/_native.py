@@ -16,10 +16,13 @@ from corral import _core
 __all__ = [
     "Matcher",
     "Vocabulary",
+    "automaton_memo_stats",
     "check_regex",
+    "clear_engine_caches",
     "compile_grammar",
     "compile_json",
     "compile_regex",
+    "compile_times",
     "default_limits",
     "error_types",
     "fill_next_token_bitmasks",
@@ -34,6 +37,12 @@ Matcher = _core.Matcher
 compile_regex = _core.compile_regex
 #: (grammar text, start rule, vocabulary, limits) -> native compiled grammar.
 compile_grammar = _core.compile_grammar
+#: () -> this thread's cumulative compile-stage times in ms (benchmarks take differences).
+compile_times = _core.compile_times
+#: () -> forget the engine's process-wide automaton memos (benchmarks of a first compile).
+clear_engine_caches = _core.clear_engine_caches
+#: () -> entries, bytes, hits, misses of the process-wide automaton memo.
+automaton_memo_stats = _core.automaton_memo_stats
 #: (vocabulary, limits) -> the native compiled grammar of any JSON value.
 compile_json = _core.compile_json
 #: (matchers, bitmask, rows, threads): fill many rows with the GIL released.

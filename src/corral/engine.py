@@ -31,7 +31,7 @@ supplies the values per request in microseconds, sharing everything else:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -226,12 +226,26 @@ def compile_regex(pattern: str, tokenizer: Tokenizer, **limits: int) -> Compiled
 
 
 def compile_grammar(
-    text: str, tokenizer: Tokenizer, *, start: str = "root", **limits: int
+    text: str,
+    tokenizer: Tokenizer,
+    *,
+    start: str | None = None,
+    syntax: Literal["gbnf", "lark"] = "gbnf",
+    **limits: int,
 ) -> CompiledGrammar:
-    """Compile a grammar in GBNF syntax (plus ``/regex/`` terminals); ``start`` names the rule
-    the whole output must match."""
+    """Compile a grammar in GBNF syntax (plus ``/regex/`` terminals), or a Lark grammar with
+    ``syntax="lark"`` (see :mod:`corral.grammar.lark`); ``start`` names the rule the whole
+    output must match (default ``root`` for GBNF, ``start`` for Lark)."""
     if not isinstance(text, str):
         raise TypeError("grammar text must be a str")
+    if syntax == "lark":
+        from corral.grammar.lark import START_RULE, lark_to_gbnf
+
+        text = lark_to_gbnf(text, start=start or "start")
+        start = START_RULE
+    elif syntax != "gbnf":
+        raise ValueError(f"syntax must be 'gbnf' or 'lark', got {syntax!r}")
+    start = start or "root"
     return CompiledGrammar(
         _core.compile_grammar(text, start, _vocab(tokenizer), _limits(limits)), tokenizer, "grammar"
     )

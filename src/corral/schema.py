@@ -39,6 +39,7 @@ from typing import Any, Literal
 from corral import _native as _core
 from corral.engine import CompiledGrammar, _limits, _vocab
 from corral.errors import OutputValidationError, SchemaError
+from corral.grammar.bounded_json import loads
 from corral.grammar.json_schema import SLOT_KEYWORD, SchemaOptions, SchemaReport, schema_to_grammar
 from corral.tokenizer import Tokenizer
 
@@ -120,12 +121,19 @@ class JsonSchemaGrammar(CompiledGrammar):
             value = json.loads(text)
         except json.JSONDecodeError as e:
             raise OutputValidationError(f"output is not JSON: {e}", [str(e)]) from None
+        except RecursionError:
+            # The grammar nests exactly (any depth); Python's parser and jsonschema do not.
+            raise OutputValidationError(_TOO_DEEP, [_TOO_DEEP]) from None
         if self._checker is None:  # built once per grammar (per binding), on first use
             self._checker = _validator(self.schema, self.slot_values)
         validator = self._checker
-        errors = [
-            f"{'/'.join(map(str, e.absolute_path)) or '#'}: {e.message}" for e in validator.iter_errors(value)
-        ]
+        try:
+            errors = [
+                f"{'/'.join(map(str, e.absolute_path)) or '#'}: {e.message}"
+                for e in validator.iter_errors(value)
+            ]
+        except RecursionError:
+            raise OutputValidationError(_TOO_DEEP, [_TOO_DEEP]) from None
         if errors:
             raise OutputValidationError("output violates the schema: " + "; ".join(errors[:3]), errors)
         return value
@@ -169,14 +177,19 @@ def _validator(schema: Any, slot_values: dict[str, list[str]] | None = None) -> 
     return cls(schema, format_checker=checker)
 
 
-def schema_of(schema: Any) -> tuple[Any, Any]:
-    """(JSON Schema, model or None) for a dict/bool/JSON text or a Pydantic model/type."""
+_TOO_DEEP = "output nests too deeply to be validated in Python (its recursion limit)"
+
+
+def schema_of(schema: Any, max_depth: int = SchemaOptions.max_schema_depth) -> tuple[Any, Any]:
+    """(JSON Schema, model or None) for a dict/bool/JSON text or a Pydantic model/type. JSON
+    text nested deeper than `max_depth` raises ``LimitExceeded("max_schema_depth")`` before it
+    is parsed."""
     if isinstance(schema, (dict, bool)):
         return schema, None
     if isinstance(schema, (str, bytes)):
         try:
-            return json.loads(schema), None
-        except json.JSONDecodeError as e:
+            return loads(schema, max_depth, "max_schema_depth", "the schema text"), None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise SchemaError(f"schema text is not valid JSON: {e}", "#") from None
     try:
         from pydantic import TypeAdapter
@@ -245,7 +258,7 @@ def compile_json_schema(
         escapes=escapes,
         **budgets,
     )
-    raw, model = schema_of(schema)
+    raw, model = schema_of(schema, options.max_schema_depth)
     text, report = schema_to_grammar(raw, options, check_regex=_check_regex)
     return schema_grammar(raw, text, report, tokenizer, limits, model)
 

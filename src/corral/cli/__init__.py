@@ -24,7 +24,7 @@ MODEL_HELP = (
 
 def build_parser() -> argparse.ArgumentParser:
     from corral import __version__
-    from corral.cli import classify_cmd, generate_cmd, models_cmd, serve_cmd
+    from corral.cli import classify_cmd, generate_cmd, lint_cmd, models_cmd, serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="corral",
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate_cmd.add_parser(sub)
     classify_cmd.add_parser(sub)
     serve_cmd.add_parser(sub)
+    lint_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
     return parser
 

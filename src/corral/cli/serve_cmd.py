@@ -55,6 +55,18 @@ def add_parser(sub: Any) -> None:
         help="a JSON Schema converter option for every schema, e.g. --schema-option whitespace=flexible "
         "or --schema-option max_convert_ms=2000 (repeatable; values are JSON, bare words are strings)",
     )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=600.0,
+        help="deadline of every request in seconds (408 body not received, 504 not finished; default 600)",
+    )
+    p.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=10.0,
+        help="on SIGTERM: seconds to finish requests in flight before cancelling them (default 10)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
 
@@ -105,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
     for name in ("max_batch", "max_queue", "max_tokens", "max_n", "cache_mb", "compile_workers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+    for name in ("request_timeout", "shutdown_timeout"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive number of seconds")
     limits = parse_limits(args.limit)
     schema_options = parse_schema_options(args.schema_option)
     configure_logging(args.log_level)
@@ -124,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
         schema_dir=args.schema_dir,
         limits=limits,
         schema_options=schema_options,
+        request_timeout=args.request_timeout,
+        shutdown_timeout=args.shutdown_timeout,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

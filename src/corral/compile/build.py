@@ -32,6 +32,8 @@ def compile_spec(
     """Compile ``spec`` for ``tokenizer`` (uncached: see :func:`corral.compile.compile_constraint`
     for the cached path). Schema conversion runs in ``converter`` (default: this thread)."""
     conv = converter or IN_PROCESS
+    if spec.thinking is not None or spec.kind in ("structural_tag", "text"):
+        return _compile_composite(spec, tokenizer, conv)
     kind = spec.kind
     limits: dict[str, Any] = dict(spec.limits)
     size = spec.source_size()
@@ -58,6 +60,32 @@ def compile_spec(
     # "auto": the call grammar's root, or plain text — one grammar, start rule AUTO_START.
     auto = compile_grammar(text + AUTO_RULES, tokenizer, start=AUTO_START, **limits)
     return Constraint(spec, auto, size + len(text))
+
+
+def _compile_composite(spec: ConstraintSpec, tokenizer: Tokenizer, conv: SchemaConverter) -> Constraint:
+    """A think block and/or structural tags: one grammar for the whole output
+    (:mod:`corral.compile.thinking`), plus the answer's / each segment's own compiled
+    constraint for reading outputs back (from the cache: compiled once per tokenizer)."""
+    from corral.compile import compile_constraint
+    from corral.compile.thinking import composite_text, content_spec
+
+    def convert(schema: Any, options: Any) -> str:
+        try:
+            return conv.convert(schema, options)[0]
+        except SchemaError as e:
+            raise (_tool_error(e, spec) if spec.kind == "tools" else e) from None
+
+    text, start, fmt = composite_text(spec, tokenizer, convert)
+    g = compile_grammar(text, tokenizer, start=start, **dict(spec.limits))
+    base = spec.without_thinking()
+    answer = None
+    readers: tuple[Constraint | None, ...] = ()
+    if base.kind == "structural_tag":
+        subs = [content_spec(t["content"], base.options) for t in base.payload["tags"]]
+        readers = tuple(None if s is None else compile_constraint(s, tokenizer) for s in subs)
+    elif base.kind != "text" and base is not spec:
+        answer = compile_constraint(base, tokenizer)
+    return Constraint(spec, g, spec.source_size() + len(text), think=fmt, answer=answer, readers=readers)
 
 
 def _tool_error(e: SchemaError, spec: ConstraintSpec) -> ToolError:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.compile.spec import ConstraintSpec
+from corral.compile.thinking import ThinkFormat, read_segments, split_reasoning
 from corral.engine import CompiledGrammar
 from corral.grammar.tools import Tool, read_call
 from corral.schema import JsonSchemaGrammar, OutputValidationError
@@ -38,11 +39,21 @@ class Constraint:
         What the rows' matchers run (a :class:`~corral.JsonSchemaGrammar` for schemas).
     source_len : int
         Size of the constraint's source and grammar text (the compile cache's memory estimate).
+    think : ThinkFormat or None
+        The think block (markers resolved for the vocabulary, budget), when the spec has one:
+        hosts give it to :class:`corral.runtime.thinking.ThinkBudget`.
+    answer : Constraint or None
+        The answer's own constraint (reads the answer after a think block).
+    readers : tuple
+        For ``structural_tag``: each tag's content constraint (None: text or a constant).
     """
 
     spec: ConstraintSpec
     grammar: CompiledGrammar
     source_len: int = 0
+    think: ThinkFormat | None = None
+    answer: Constraint | None = None
+    readers: tuple[Constraint | None, ...] = ()
     _validators: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -79,7 +90,9 @@ class Constraint:
         schema that another model produced too)."""
         if model is self.spec.model:
             return self
-        return dataclasses.replace(self, spec=dataclasses.replace(self.spec, model=model), _validators={})
+        answer = self.answer.with_model(model) if self.answer is not None else None  # reads the answer
+        spec = dataclasses.replace(self.spec, model=model)
+        return dataclasses.replace(self, spec=spec, answer=answer, _validators={})
 
     @property
     def slot_names(self) -> list[str]:
@@ -103,14 +116,37 @@ class Constraint:
         missing = self.missing_slots(slots)
         if missing:
             raise SlotError(f"the constraint's slot(s) {missing} need values", missing[0])
-        return dataclasses.replace(self, grammar=self.grammar.bind(slots or {}), _validators={})
+        answer = self.answer.bind(slots) if self.answer is not None else None
+        return dataclasses.replace(
+            self, grammar=self.grammar.bind(slots or {}), answer=answer, _validators={}
+        )
 
     # ------------------------------------------------------------------ reading outputs
 
+    def split(self, text: str) -> tuple[str | None, str]:
+        """(reasoning, answer) of a decoded output: the think block's text (None when the
+        constraint has none, or an optional block was skipped) and the rest."""
+        if self.think is None:
+            return None, text
+        reasoning, answer = split_reasoning(text, self.think)
+        if self.spec.without_thinking().kind in ("json_schema", "json", "json_object", "tools"):
+            answer = answer.lstrip(" \n")
+        return reasoning, answer
+
     def read(self, text: str) -> tuple[Any, str | None]:
         """(value, error) for a decoded output: the value as the constraint's kind reads it and
-        the validation error for keywords the grammar leaves to validation (None when valid)."""
+        the validation error for keywords the grammar leaves to validation (None when valid).
+        After a think block, the answer alone is read (:meth:`split`); a ``structural_tag``
+        output reads as its list of :class:`~corral.compile.thinking.Segment` (the error: the
+        first segment's that does not validate)."""
+        if self.think is not None:
+            _, text = self.split(text)
+            if self.answer is not None:
+                return self.answer.read(text)
         kind = self.spec.kind
+        if kind == "structural_tag":
+            segments = read_segments(text, self.spec.payload, self.readers)
+            return segments, next((s.error for s in segments if s.error is not None), None)
         if kind == "tools":
             if self.spec.tool_mode == "auto" and not text.startswith("{"):
                 return text, None

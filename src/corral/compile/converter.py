@@ -5,16 +5,26 @@ engine's compile (C++, GIL released). A server runs the first in a :class:`Schem
 *process*: in the server's own process it would hold the GIL for up to seconds on a big schema,
 and the decode thread — which takes the GIL back after every model call — would stall with it
 (measured: a 3-pass request took 1.7 s instead of 0.3 s while a big schema converted).
+
+Invariants: a conversion's own limit (``SchemaOptions.max_convert_ms``) stops it inside the
+worker; the wait on the worker is bounded too (that limit plus ``grace_s``), so a worker that
+hangs or dies costs one request a ``LimitExceeded``/``InternalError``, and the pool is replaced
+(its processes killed) before the next conversion.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from corral.errors import InternalError, LimitExceeded
 from corral.grammar.json_schema import SchemaOptions, SchemaReport, schema_to_grammar
 from corral.schema import _check_regex
 
@@ -35,20 +45,72 @@ def _converter_init() -> None:
 
 class SchemaConverter:
     """Runs conversions in ``workers`` separate low-priority processes (see the module doc); in
-    the calling thread when ``workers`` is 0."""
+    the calling thread when ``workers`` is 0.
 
-    def __init__(self, workers: int = 1) -> None:
+    ``grace_s``: how much longer than the conversion's ``max_convert_ms`` to wait for a worker
+    before giving up on it (pickling, a busy machine); ``max_wait_s``: the wait when a schema's
+    options set no time limit (``max_convert_ms=None``; None: wait as long as it takes).
+    """
+
+    def __init__(self, workers: int = 1, grace_s: float = 5.0, max_wait_s: float | None = None) -> None:
         self._pool: ProcessPoolExecutor | None = None
+        self._workers = workers
+        self.grace_s = grace_s
+        self.max_wait_s = max_wait_s
+        self._lock = threading.Lock()
         if workers > 0:
-            # spawn: a fork of a process that holds torch threads is not safe.
-            ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_converter_init)
+            self._pool = self._new_pool()
             self._pool.submit(convert_schema, {}, {}).result()  # start it now, not on the first request
 
+    def _new_pool(self) -> ProcessPoolExecutor:
+        # spawn: a fork of a process that holds torch threads is not safe.
+        ctx = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_converter_init)
+
+    def wait_limit(self, options: Mapping[str, Any]) -> float | None:
+        """Seconds to wait for one conversion with these options (None: unbounded)."""
+        ms = options.get("max_convert_ms", SchemaOptions.max_convert_ms)
+        if ms is None:
+            return self.max_wait_s
+        return ms / 1000 + self.grace_s
+
     def convert(self, schema: Any, options: Mapping[str, Any]) -> tuple[str, SchemaReport]:
-        if self._pool is None:
+        """(grammar text, report), raising what the conversion raises; ``LimitExceeded
+        ("max_convert_ms")`` when the worker does not answer in time, ``InternalError`` when it
+        died (both replace the pool)."""
+        pool = self._pool
+        if pool is None:
             return convert_schema(schema, options)
-        return self._pool.submit(convert_schema, schema, dict(options)).result()
+        wait = self.wait_limit(options)
+        started = time.perf_counter()
+        try:
+            future = pool.submit(convert_schema, schema, dict(options))
+            return future.result(timeout=wait)
+        except FutureTimeout:
+            self._replace(pool)
+            elapsed = int((time.perf_counter() - started) * 1000)
+            limit = options.get("max_convert_ms", SchemaOptions.max_convert_ms)
+            raise LimitExceeded(
+                "max_convert_ms",
+                elapsed,
+                int(limit if limit is not None else (wait or 0) * 1000),
+                f"the schema converter process did not answer within {wait:.1f} s "
+                "(the conversion's limit plus a grace period); it was stopped",
+            ) from None
+        except BrokenProcessPool:
+            self._replace(pool)
+            raise InternalError("the schema converter process died during the conversion") from None
+
+    def _replace(self, pool: ProcessPoolExecutor) -> None:
+        """Kill `pool`'s processes (a stuck conversion never returns) and start a new pool,
+        once even when several requests give up on the same pool."""
+        with self._lock:
+            if self._pool is not pool:
+                return
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._new_pool()
 
     def close(self) -> None:
         if self._pool is not None:

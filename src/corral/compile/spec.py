@@ -39,10 +39,22 @@ __all__ = [
     "validate_choices",
 ]
 
-KINDS = ("json_schema", "json", "json_object", "regex", "grammar", "choices", "tools")
+KINDS = (
+    "json_schema",
+    "json",
+    "json_object",
+    "regex",
+    "grammar",
+    "choices",
+    "tools",
+    "structural_tag",
+    "text",
+)
 """Constraint kinds. ``json``: any JSON value; ``json_object``: any JSON object (OpenAI's JSON
 mode); ``tools``: one call of one of the tools (``tool_mode="required"``) or plain text or a call
-(``"auto"``)."""
+(``"auto"``); ``structural_tag``: free text in which triggers open constrained segments
+(:mod:`corral.compile.thinking`); ``text``: any text (the answer of a think block with no other
+constraint). Any kind may be preceded by a think block (``ConstraintSpec.thinking``)."""
 
 SCHEMA_DEFAULTS: dict[str, Any] = {"whitespace": "pretty", "escapes": "canonical"}
 """Schema options every generating host uses unless the request overrides them: the
@@ -52,7 +64,7 @@ spelling per string (``json.dumps(ensure_ascii=False)``), so keys are forced byt
 model cannot drift into ``\\u0072``-style spellings. ``corral.compile_json_schema`` itself keeps
 the permissive engine defaults (flexible whitespace, every escape)."""
 
-_JSON_KINDS = ("json_schema", "json", "json_object", "tools")
+_JSON_KINDS = ("json_schema", "json", "json_object", "tools", "structural_tag")
 _ANY_OBJECT = {"type": "object", "additionalProperties": True}
 
 
@@ -76,6 +88,10 @@ class ConstraintSpec:
         The tools of a ``tools`` constraint.
     tool_mode : str
         ``"required"`` or ``"auto"`` for ``tools``; "" otherwise.
+    thinking : Mapping or None
+        A think block before the answer (:func:`corral.compile.thinking.thinking_of`):
+        ``budget_tokens`` (int or None), ``open`` / ``close`` (marker strings; None: the model's
+        own, chosen at compile time from the vocabulary) and ``optional`` (bool).
     model : Any
         The Pydantic model / type the schema came from (outputs are parsed into it); not part of
         the key — equal schemas share one compiled grammar.
@@ -89,6 +105,7 @@ class ConstraintSpec:
     limits: Mapping[str, int] = field(default_factory=dict)
     tools: tuple[Tool, ...] = ()
     tool_mode: str = ""
+    thinking: Mapping[str, Any] | None = None
     model: Any = None
     param: str = ""
 
@@ -166,6 +183,32 @@ class ConstraintSpec:
             parsed = tools_from(tools, param)
         return cls("tools", None, _options(options), tools=tuple(parsed), tool_mode=mode, param=param)
 
+    @classmethod
+    def structural_tag(
+        cls, value: Any, options: Mapping[str, Any] | None = None, param: str = "structural_tags"
+    ) -> ConstraintSpec:
+        """Free text with tagged segments (see :func:`corral.compile.thinking.structural_of` for
+        the accepted shapes: a list of tags, or XGrammar's / vLLM's ``structural_tag``)."""
+        from corral.compile.thinking import structural_of
+
+        return cls("structural_tag", structural_of(value), _options(options), param=param)
+
+    @classmethod
+    def text(cls, param: str = "thinking") -> ConstraintSpec:
+        """Any text (the answer of a think block that constrains nothing else)."""
+        return cls("text", None, param=param)
+
+    def with_thinking(self, thinking: Any) -> ConstraintSpec:
+        """The same constraint after a think block (``thinking``: budget in tokens, True, or a
+        dict; see :func:`corral.compile.thinking.thinking_of`); None/False: none."""
+        from corral.compile.thinking import thinking_of
+
+        return dataclasses.replace(self, thinking=thinking_of(thinking))
+
+    def without_thinking(self) -> ConstraintSpec:
+        """The answer's own constraint (the think block removed)."""
+        return dataclasses.replace(self, thinking=None) if self.thinking is not None else self
+
     # ------------------------------------------------------------------ identity
 
     def content(self) -> list[Any]:
@@ -173,13 +216,16 @@ class ConstraintSpec:
         payload = [t.as_json() for t in self.tools] if self.kind == "tools" else self.payload
         if isinstance(payload, tuple):
             payload = list(payload)
-        return [
+        content = [
             self.kind,
             payload,
             sorted(self.options.items()),
             sorted(self.limits.items()),
             self.tool_mode,
         ]
+        if self.thinking is not None:
+            content.append(sorted(self.thinking.items()))
+        return content
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ConstraintSpec):
@@ -239,7 +285,9 @@ class ConstraintSpec:
 
 # ---------------------------------------------------------------------- from arguments
 
-_ALIASES = {"schema": "json_schema", "json_mode": "json"}
+_ALIASES = {"schema": "json_schema", "json_mode": "json", "structural_tag": "structural_tags"}
+# The constraint arguments (``structural_tags`` builds the ``structural_tag`` kind).
+_ARG_KINDS = ("json_schema", "json", "json_object", "regex", "grammar", "choices", "tools", "structural_tags")
 
 
 def spec_from_args(
@@ -250,8 +298,10 @@ def spec_from_args(
     """The one constraint named in ``args`` (None when none is: free generation).
 
     ``args`` may hold one of ``json_schema`` (alias ``schema``), ``regex``, ``grammar``,
-    ``choices``, ``json`` (true), ``json_object`` (true) or ``tools`` (with optional
-    ``tool_choice``), plus ``schema_options`` and ``limits``. Values that are None or False do not
+    ``choices``, ``json`` (true), ``json_object`` (true), ``tools`` (with optional
+    ``tool_choice``) or ``structural_tags`` (with optional ``triggers``), plus ``schema_options``,
+    ``limits`` and ``thinking`` (a think block before the answer; alone, the answer is free
+    text). Values that are None or False do not
     count. ``where`` prefixes error messages (``"corral: "`` for vLLM).
 
     Raises ValueError/TypeError for two constraints at once, options without a constraint they
@@ -264,13 +314,25 @@ def spec_from_args(
         if name in norm and norm[name] is not None:
             raise ValueError(f"{where}{name} is given twice")
         norm[name] = v
-    unknown = sorted(set(norm) - set(KINDS) - {"schema_options", "limits", "tool_choice"})
+    extras = {"schema_options", "limits", "tool_choice", "thinking", "triggers"}
+    unknown = sorted(set(norm) - set(_ARG_KINDS) - extras)
     if unknown:
         raise ValueError(
-            f"{where}unknown argument(s) {unknown}; expected one of {list(KINDS)} "
-            "and optionally schema_options, limits, tool_choice"
+            f"{where}unknown argument(s) {unknown}; expected one of {list(_ARG_KINDS)} "
+            "and optionally schema_options, limits, tool_choice, thinking, triggers"
         )
-    given = [k for k in KINDS if norm.get(k) is not None and norm.get(k) is not False]
+    if norm.get("triggers") is not None:
+        if norm.get("structural_tags") is None:
+            raise ValueError(f"{where}triggers given without structural_tags")
+        tags = norm["structural_tags"]
+        norm["structural_tags"] = {"structures": tags, "triggers": norm["triggers"]}
+    from corral.compile.thinking import thinking_of
+
+    try:
+        thinking = thinking_of(norm.get("thinking"))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}{e}") from None
+    given = [k for k in _ARG_KINDS if norm.get(k) is not None and norm.get(k) is not False]
     if len(given) > 1:
         raise ValueError(f"{where}give one constraint, not {' and '.join(given)}")
     options = norm.get("schema_options") or {}
@@ -279,6 +341,11 @@ def spec_from_args(
     limits = norm.get("limits") or {}
     if not isinstance(limits, Mapping):
         raise TypeError(f"{where}limits must be an object/dict, got {type(limits).__name__}")
+    if not given and thinking is not None:
+        try:
+            return ConstraintSpec.text().with_limits(limits).with_thinking(thinking)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{where}{e}") from None
     if not given:
         for extra in ("schema_options", "limits", "tool_choice"):
             if norm.get(extra):
@@ -286,12 +353,14 @@ def spec_from_args(
         return None
     kind = given[0]
     value = norm[kind]
-    if norm.get("schema_options") and kind not in _JSON_KINDS:
+    if norm.get("schema_options") and kind not in (*_JSON_KINDS, "structural_tags"):
         raise ValueError(f"{where}schema_options apply to json_schema, json and tools, not {kind}")
     if norm.get("tool_choice") is not None and kind != "tools":
         raise ValueError(f"{where}tool_choice given without tools")
     try:
         spec = _spec_of(kind, value, norm.get("tool_choice"), options)
+        if thinking is not None:
+            spec = spec.with_thinking(thinking)
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}{e}") from None
     if limits:
@@ -312,6 +381,8 @@ def _spec_of(kind: str, value: Any, tool_choice: Any, options: Mapping[str, Any]
         return ConstraintSpec.grammar(value)
     if kind == "choices":
         return ConstraintSpec.choices([value] if isinstance(value, str) else value)
+    if kind == "structural_tags":
+        return ConstraintSpec.structural_tag(value, options)
     mode = "auto" if tool_choice is None else tool_choice
     spec_tools = tools_from(value)
     name = None

@@ -60,6 +60,11 @@ class GenerationResult:
         Model forward passes this output took (jump-ahead appends forced tokens without one).
     forced_tokens : int
         Tokens appended by jump-ahead.
+    reasoning : str or None
+        The think block's text (``thinking=``; without its markers), kept out of ``value``;
+        None without a think block.
+    tokens : list of int
+        The output's token ids.
     timing : dict
         Seconds: ``compile`` (constraint), ``decode`` (the whole batch), ``forward``, ``mask``
         (mask computation and bookkeeping), ``total``.
@@ -75,6 +80,8 @@ class GenerationResult:
     forward_passes: int
     forced_tokens: int
     timing: dict[str, float] = field(default_factory=dict)
+    reasoning: str | None = None
+    tokens: list[int] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -123,6 +130,9 @@ def generate(
     json: bool = False,
     tools: Sequence[Any] | None = None,
     tool_choice: Any = None,
+    structural_tags: Any = None,
+    triggers: Sequence[str] | None = None,
+    thinking: Any = None,
     slots: Mapping[str, Sequence[str]] | None = None,
     limits: Mapping[str, int] | None = None,
     tokenizer: Any = None,
@@ -159,6 +169,19 @@ def generate(
         (default: a call or a plain-text reply), ``"required"`` (a call) or a tool's name. The
         tools are described to the model in a system message; ``value`` is a
         :class:`corral.ToolCall` naming a declared tool with arguments valid for it.
+    structural_tags, triggers
+        Free text in which each trigger opens a constrained segment: ``structural_tags`` is a
+        list of ``{"begin": "<tool_call>", "schema": {...}, "end": "</tool_call>"}`` tags (or
+        ``"regex"``, ``"grammar"``, ``"content"``; or XGrammar's ``{"type": "structural_tag",
+        "format": {"type": "triggered_tags", ...}}``); ``triggers`` default to the begins.
+        ``value`` is the list of :class:`corral.compile.thinking.Segment` (each validated).
+    thinking
+        A think block before the answer: ``True``, a budget in tokens, or ``{"budget_tokens": N,
+        "open": ..., "close": ..., "optional": bool}``. The markers default to the model's own
+        (``<think>``/``</think>`` when its vocabulary has them, else ``Reasoning: `` /
+        ``\nAnswer: ``). The block takes at most ``budget_tokens`` tokens (markers included):
+        the close marker is forced in time. The answer (any constraint above, or free text)
+        never sees the block; ``reasoning`` holds its text.
     slots
         Values for the constraint's slots (``x-corral-slot`` strings in a schema, ``${name}``
         in a grammar): ``{"cost_center": ["CC-104", "CC-109"]}``, bound without recompiling.
@@ -201,6 +224,9 @@ def generate(
         json=json,
         tools=tools,
         tool_choice=tool_choice,
+        structural_tags=structural_tags,
+        triggers=triggers,
+        thinking=thinking,
         schema_options=schema_options,
         limits=limits,
     )
@@ -215,7 +241,7 @@ def generate(
     ids = [backend.render(p, chat=chat) for p in prompts]
     for i, p in enumerate(ids):
         check_context(backend, len(p), max_new_tokens, "" if single else f"prompt {i}: ")
-    if constraint is not None and constraint.kind == "choices" and params.greedy:
+    if constraint is not None and constraint.kind == "choices" and params.greedy and constraint.think is None:
         return _best_choices(
             backend, prompts, chat, constraint, max_new_tokens, on_text, single, t0, t_compile
         )
@@ -228,6 +254,7 @@ def generate(
         params=params,
         jump_ahead=jump_ahead,
         on_text=on_text,
+        think=constraint.think if constraint is not None else None,
     )
     timing = {
         "compile": t_compile,
@@ -282,6 +309,7 @@ def _result(
     text = backend.tokenizer.decode(out.tokens).decode("utf-8", errors="replace")
     value: Any = None
     error: str | None = out.error or None
+    reasoning = constraint.split(text)[0] if constraint is not None else None
     if constraint is not None and error is None:
         value, error = constraint.read(text)
         if error is not None:
@@ -297,6 +325,8 @@ def _result(
         forward_passes=out.forward_passes,
         forced_tokens=out.forced_tokens,
         timing=dict(timing),
+        reasoning=reasoning,
+        tokens=list(out.tokens),
     )
 
 

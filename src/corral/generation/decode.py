@@ -34,12 +34,14 @@ from typing import Any
 import numpy as np
 
 from corral.backends.base import Backend, Batch
+from corral.compile.thinking import ThinkFormat
 from corral.engine import CompiledGrammar, Matcher, fill_next_token_bitmasks
 from corral.errors import BudgetError, CorralError
 from corral.runtime.budget import check_need, fits, needed_tokens  # noqa: F401  (re-exported)
 from corral.runtime.jump import forced_tokens
 from corral.runtime.masks import apply_token_bitmask_, full_bitmask
 from corral.runtime.sampling import SamplingParams, make_generator, sample
+from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.runtime.tokens import TokenTools, any_allowed, tools_for
 
 __all__ = [
@@ -89,6 +91,7 @@ class Row:
     jump_ahead: bool = True
     on_text: Callable[[str], None] | None = None
     on_finish: Callable[[Row], None] | None = None
+    think: ThinkBudget | None = None
     done: bool = False
     #: Arbitrary caller data (the server keeps its request here).
     tag: Any = None
@@ -179,11 +182,13 @@ class DecodeEngine:
         on_text: Callable[[str], None] | None = None,
         on_finish: Callable[[Row], None] | None = None,
         tag: Any = None,
+        think: ThinkFormat | None = None,
     ) -> Row:
         """Queue a row; it is prefilled at the next :meth:`step`.
 
         ``generator`` is the torch generator for sampling (rows may share one; by default each
-        sampled row gets its own, seeded from ``params.seed``). Tokens the constraint forces at
+        sampled row gets its own, seeded from ``params.seed``). ``think`` is the constraint's
+        think block (``Constraint.think``): its budget is kept to the token. Tokens the constraint forces at
         the start are appended at once; a row whose whole output is forced finishes here
         (``on_finish`` is called before this returns).
 
@@ -200,6 +205,7 @@ class DecodeEngine:
         matcher = grammar.matcher() if grammar is not None else None
         if matcher is not None:
             check_need(matcher, self.tools, max_new_tokens)
+        budget = think_budget(think, self.tools) if matcher is not None else None
         if generator is None and not params.greedy:
             generator = make_generator(params)
         row = Row(
@@ -215,6 +221,7 @@ class DecodeEngine:
             on_text=on_text,
             on_finish=on_finish,
             tag=tag,
+            think=budget,
         )
         self._next_index += 1
         if matcher is not None and row.jump_ahead:
@@ -242,6 +249,8 @@ class DecodeEngine:
     # ---------------------------------------------------------------- per-row steps
 
     def emit(self, row: Row, ids: Sequence[int]) -> None:
+        if row.think is not None:
+            row.think.accept(ids)
         row.out.tokens.extend(ids)
         row.pending.extend(ids)
         if row.on_text is not None and ids:
@@ -286,12 +295,38 @@ class DecodeEngine:
         return total == sum(any_allowed(row, self.eos_arr[i : i + 1]) for i in range(self.eos_arr.size))
 
     def force(self, row: Row) -> None:
-        """Jump-ahead (:func:`corral.runtime.jump.forced_tokens`)."""
+        """Jump-ahead: the close marker when the think block's budget requires it
+        (:meth:`ThinkBudget.forced`), then what the constraint forces
+        (:func:`corral.runtime.jump.forced_tokens`)."""
         assert row.matcher is not None
+        if row.think is not None:
+            close = row.think.forced()
+            if close and self._append_forced(row, close):
+                row.out.forced_tokens += len(close)
         ids = forced_tokens(row.matcher, self.tools, self.scratch, self.remaining(row))
         if ids:
             self.emit(row, ids)
             row.out.forced_tokens += len(ids)
+
+    def _append_forced(self, row: Row, ids: list[int]) -> bool:
+        """Append ``ids`` if the matcher accepts them all and the output still fits the budget
+        after them (else nothing is appended: the mask narrowing takes over)."""
+        m = row.matcher
+        assert m is not None
+        n = 0
+        for t in ids:
+            if not m.accept_token(t):
+                break
+            n += 1
+        if (
+            n < len(ids)
+            or len(ids) > self.remaining(row)
+            or not fits(m, self.tools, self.remaining(row) - len(ids))
+        ):
+            m.rollback(n)
+            return False
+        self.emit(row, ids)
+        return True
 
     def advance(self, row: Row, t: int) -> None:
         m = row.matcher
@@ -391,6 +426,10 @@ class DecodeEngine:
         if constrained:
             mask = full_bitmask(len(rows), self.tok.width)
             fill_next_token_bitmasks([rows[i].matcher for i in constrained], mask, constrained)  # type: ignore[misc]
+            for i in constrained:
+                think = rows[i].think
+                if think is not None:
+                    think.narrow(mask[i])
             apply_token_bitmask_(logits, mask)
         t2 = time.perf_counter()
         picked = self._sample(rows, logits)
@@ -433,11 +472,13 @@ def decode(
     params: SamplingParams | None = None,
     jump_ahead: bool = True,
     on_text: TextCallback | None = None,
+    think: ThinkFormat | None = None,
 ) -> tuple[list[RowOutput], DecodeStats]:
     """Decode every prompt under its constraint, all rows batched together.
 
     Raises :class:`BudgetError` (before any forward pass) when some constraint's shortest
-    output needs more than ``max_new_tokens`` tokens.
+    output needs more than ``max_new_tokens`` tokens. ``think``: the constraints' think block
+    (every row's; ``Constraint.think``), its budget kept to the token.
     """
     if len(prompts) != len(constraints):
         raise ValueError("one constraint (or None) per prompt")
@@ -456,7 +497,11 @@ def decode(
     rows = []
     for i, (p, c) in enumerate(zip(prompts, constraints, strict=True)):
         cb = None if on_text is None else _bind(on_text, i)
-        rows.append(engine.add(p, c, max_new_tokens=max_new_tokens, params=params, generator=gen, on_text=cb))
+        rows.append(
+            engine.add(
+                p, c, max_new_tokens=max_new_tokens, params=params, generator=gen, on_text=cb, think=think
+            )
+        )
     engine.run()
     return [r.out for r in rows], engine.stats
 

@@ -31,6 +31,10 @@ __all__ = ["LlamaCppLogitsProcessor"]
 class LlamaCppLogitsProcessor(TransformersLogitsProcessor):
     """Constrain ``Llama.create_completion()`` (llama-cpp-python) to a compiled corral constraint.
 
+    A processor follows one generation at a time. A call whose ids do not continue the previous
+    call's ids by exactly one token starts a new generation (so reusing a processor for the
+    next ``create_completion`` works); :meth:`reset` forces that.
+
     Parameters
     ----------
     grammar : CompiledGrammar or Constraint
@@ -41,10 +45,6 @@ class LlamaCppLogitsProcessor(TransformersLogitsProcessor):
         finish within it (exact for greedy decoding, best effort when sampling).
     margin : int
         See :class:`~corral.integrations.transformers.TransformersLogitsProcessor`.
-
-    A processor follows one generation at a time. A call whose ids do not continue the previous
-    call's ids by exactly one token starts a new generation (so reusing a processor for the
-    next ``create_completion`` works); :meth:`reset` forces that.
     """
 
     def __init__(

@@ -18,6 +18,7 @@ from typing import Any
 from corral.compile import Constraint
 from corral.engine import CompiledGrammar, Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
+from corral.runtime.thinking import ThinkBudget, think_budget
 
 __all__ = ["TransformersLogitsProcessor"]
 
@@ -30,7 +31,8 @@ class TransformersLogitsProcessor:
     grammar : CompiledGrammar or Constraint
         The constraint, compiled for the model's tokenizer (its width must equal the logits
         width: build the tokenizer with ``corral.Tokenizer.from_hf(tok, width=model_vocab)``).
-        A skeleton with slots must be bound first (``grammar.bind({...})``).
+        A skeleton with slots must be bound first (``grammar.bind({...})``). A
+        :class:`Constraint` with a think block (``thinking=``) also keeps its thinking budget.
     max_new_tokens : int or None
         The same budget passed to ``generate()``. When given, the output is steered to finish
         within it: exact for greedy decoding; best effort with sampling (a sampled token that
@@ -49,10 +51,13 @@ class TransformersLogitsProcessor:
         threads: int = 0,
     ) -> None:
         self.grammar = grammar.grammar if isinstance(grammar, Constraint) else grammar
+        # A think block's budget (Constraint.think) is kept per row, to the token.
+        self.think = grammar.think if isinstance(grammar, Constraint) else None
         self.max_new_tokens = max_new_tokens
         self.tok = self.grammar.tokenizer
         self.kernel = MaskKernel(self.tok, threads=threads, margin=margin)
         self.matchers: list[Matcher] | None = None
+        self.thinks: list[ThinkBudget | None] = []
         self.done: list[bool] = []
         self.prompt_len = 0
 
@@ -64,6 +69,7 @@ class TransformersLogitsProcessor:
         rows = int(input_ids.shape[0])
         if self.matchers is None or len(self.matchers) != rows:
             self.matchers = [self.grammar.matcher() for _ in range(rows)]
+            self.thinks = [think_budget(self.think, self.kernel.tools) for _ in range(rows)]
             self.done = [False] * rows
             self.prompt_len = int(input_ids.shape[1])
         else:
@@ -73,9 +79,14 @@ class TransformersLogitsProcessor:
                     continue
                 if not m.accept_token(int(last[i])) or m.is_terminated():
                     self.done[i] = True  # finished (EOS) — generate() pads the row from now on
+                think = self.thinks[i]
+                if think is not None:
+                    think.accept([int(last[i])])
         remaining = None
         if self.max_new_tokens is not None:
             remaining = self.max_new_tokens - (int(input_ids.shape[1]) - self.prompt_len)
-        live = [MaskRow(i, self.matchers[i], remaining) for i in range(rows) if not self.done[i]]
+        live = [
+            MaskRow(i, self.matchers[i], remaining, self.thinks[i]) for i in range(rows) if not self.done[i]
+        ]
         self.kernel.mask(scores, live)
         return scores

@@ -2,11 +2,12 @@
 llama-cpp-python's ``create_completion`` and vLLM all call :meth:`MaskKernel.mask`.
 
 In:  the step's logits ``(rows, width)`` and, per constrained row, its logits row index, its
-     matcher (already advanced by the row's tokens; None when the row must end) and the tokens
-     left in its budget (None when the host does not say).
+     matcher (already advanced by the row's tokens; None when the row must end), the tokens
+     left in its budget (None when the host does not say) and its think-block budget, if any.
 Out: the logits masked in place: every token that would break a row's constraint is ``-inf``; a
      row whose matcher is finished or failed may only end (EOS); rows with a budget are steered to
-     finish within it (:mod:`corral.runtime.budget`: exact for greedy decoding).
+     finish within it (:mod:`corral.runtime.budget`: exact for greedy decoding); a row's think
+     block is closed within its own budget (:mod:`corral.runtime.thinking`: exact).
 
 Masks are filled for all rows at once (threads, GIL released), written into one packed int32
 array, and applied through :func:`corral.runtime.masks.apply_token_bitmask_` (numpy view on CPU,
@@ -24,6 +25,7 @@ import numpy as np
 from corral.engine import Matcher, fill_next_token_bitmasks
 from corral.runtime.budget import fits_token, guard_best, steer_to_budget
 from corral.runtime.masks import allow_only, apply_token_bitmask_
+from corral.runtime.thinking import ThinkBudget
 from corral.runtime.tokens import tools_for
 from corral.tokenizer import Tokenizer
 
@@ -35,11 +37,13 @@ class MaskRow:
     """One constrained row of a step.
 
     ``matcher`` None (or terminated) means the row may only end; ``remaining`` counts the tokens
-    left in its budget including the one about to be sampled (None: no budget known)."""
+    left in its budget including the one about to be sampled (None: no budget known); ``think``
+    is the row's think-block budget (fed the row's tokens by the host), if it has one."""
 
     index: int
     matcher: Matcher | None
     remaining: int | None = None
+    think: ThinkBudget | None = None
 
 
 class MaskKernel:
@@ -83,6 +87,10 @@ class MaskKernel:
                 live.append(k)
         if live:
             fill_next_token_bitmasks([rows[k].matcher for k in live], mask, live, self.threads)  # type: ignore[misc]
+        for k in live:
+            think = rows[k].think
+            if think is not None:
+                think.narrow(mask[k])  # the think block's budget first: steering picks within it
         guarded: list[int] = []
         for k in live:
             r = rows[k]

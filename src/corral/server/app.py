@@ -2,8 +2,11 @@
 
 Request path (``POST /v1/chat/completions`` and ``/v1/completions``):
 
-1. admission: more than ``max_batch + max_queue`` requests in flight → 429;
-2. the body is read with a size bound (413) and parsed (400 for malformed JSON);
+1. admission: more than ``max_batch + max_queue`` requests in flight → 429 with ``Retry-After``;
+2. the body is read with a size bound (413), within the request's deadline (408), and parsed
+   (400 for malformed JSON); the deadline (``request_timeout``, or less when the request asks:
+   ``"timeout"`` in the body, the OpenAI client's ``x-stainless-read-timeout`` header) bounds
+   everything after it: compile wait, queue and decoding (504, rows freed);
 3. the fields are checked (:mod:`corral.server.protocol`; 400/404);
 4. the constraint is fetched from the compile cache, or compiled in a compile thread while this
    coroutine waits (other requests keep decoding);
@@ -34,9 +37,12 @@ from starlette.types import Receive, Scope, Send
 from corral import __version__
 from corral.backends.base import Backend
 from corral.compile import CompileCache, Constraint, ConstraintSpec, SchemaConverter, compile_constraint_async
+from corral.compile.thinking import ReasoningSplitter
 from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError
 from corral.generation.decode import RowOutput, check_budget
 from corral.grammar.tools import ToolCall
+from corral.runtime.thinking import think_budget
+from corral.runtime.tokens import tools_for
 from corral.server.config import ServerConfig
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event, new_request_id
@@ -226,21 +232,62 @@ class CorralServer:
     async def completions(self, request: Request) -> Response:
         return await self._generate(request, "completions")
 
-    def _fail(self, e: APIError, endpoint: str, rid: str, t0: float) -> Response:
+    def _fail(
+        self,
+        e: APIError,
+        endpoint: str,
+        rid: str,
+        t0: float,
+        headers: dict[str, str] | None = None,
+        exc: BaseException | None = None,
+    ) -> Response:
         self.metrics.errors.inc(kind=e.code)
         self.metrics.requests.inc(endpoint=endpoint, status=str(e.status))
         self.metrics.latency.observe(time.perf_counter() - t0, endpoint=endpoint)
         level = logging.ERROR if e.status >= 500 else logging.INFO
+        # One log line per failed request; an internal error carries its traceback in it.
         log_event(
             "request",
             level,
+            exc_info=exc,
             request_id=rid,
             endpoint=endpoint,
             status=e.status,
             error=e.code,
             message=e.message,
         )
-        return JSONResponse(e.body(), status_code=e.status, headers={"x-request-id": rid})
+        body = e.body()
+        if e.status >= 500:
+            body["error"]["request_id"] = rid  # what to quote when reporting it
+        return JSONResponse(body, status_code=e.status, headers={"x-request-id": rid, **(headers or {})})
+
+    def _deadline(self, request: Request, body: dict[str, Any] | None, t0: float) -> float:
+        """The request's deadline (perf_counter time): the server's, or less if it asks."""
+        limit = self.config.request_timeout
+        if body is not None and "timeout" in body:
+            asked = body.pop("timeout")
+            if isinstance(asked, bool) or not isinstance(asked, (int, float)) or not asked > 0:
+                msg = "timeout must be a positive number of seconds"
+                raise APIError(400, msg, "invalid_request", "timeout")
+            limit = min(limit, float(asked))
+        header = request.headers.get("x-stainless-read-timeout")
+        if header is not None and not (body or {}).get("stream"):
+            try:  # the OpenAI client's own timeout: past it, nobody is waiting for the reply
+                if float(header) > 0:
+                    limit = min(limit, float(header))
+            except ValueError:
+                pass
+        return t0 + limit
+
+    @staticmethod
+    async def _within(awaitable: Any, deadline: float, status: int, what: str) -> Any:
+        """``await awaitable``, or an APIError(status, "timeout") once ``deadline`` passes (the
+        awaitable is cancelled: a job waiting in it frees its rows)."""
+        try:
+            return await asyncio.wait_for(awaitable, timeout=max(0.0, deadline - time.perf_counter()))
+        except TimeoutError:
+            msg = f"the request did not finish within its deadline ({what})"
+            raise APIError(status, msg, "timeout") from None
 
     async def _generate(self, request: Request, endpoint: str) -> Response:
         rid = new_request_id()
@@ -251,15 +298,20 @@ class CorralServer:
                 endpoint,
                 rid,
                 t0,
+                headers={"Retry-After": str(self.config.retry_after)},
             )
         self.inflight += 1
         handed_off = False
         try:
-            body = await self._read_json(request)
+            deadline = t0 + self.config.request_timeout
+            body = await self._within(self._read_json(request), deadline, 408, "reading the body")
+            deadline = self._deadline(request, body, t0)
             parse = parse_chat if endpoint == "chat" else parse_completion
             aliases = self.config.aliases
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n)
-            constraint, hit, compile_s = await self._constraint(req.spec)
+            constraint, hit, compile_s = await self._within(
+                self._constraint(req.spec), deadline, 504, "compiling the constraint"
+            )
             constraint = self._bind_slots(constraint, req.slots)
             prompts = await asyncio.to_thread(self._render, req)
             max_tokens = self._budget(req, prompts, constraint)
@@ -292,19 +344,18 @@ class CorralServer:
                     self.inflight -= 1
 
                 return _SSEResponse(
-                    self._stream(job, req, prompts, rid, endpoint, t0, info, state),
+                    self._stream(job, req, prompts, rid, endpoint, t0, info, state, deadline),
                     on_close,
                     headers={**headers, "cache-control": "no-cache"},
                 )
-            outs = await self._collect(job, request)
+            outs = await self._within(self._collect(job, request), deadline, 504, "generating")
             response = self._response(req, job, prompts, outs, rid)
             self._done(endpoint, rid, t0, job, outs, info)
             return JSONResponse(response, headers=headers)
         except APIError as e:
             return self._fail(e, endpoint, rid, t0)
-        except Exception as e:  # a bug: reported as 500, the server keeps serving
-            logging.getLogger("corral.server").exception("request %s failed", rid)
-            return self._fail(error_from_exception(e), endpoint, rid, t0)
+        except Exception as e:  # a bug: reported as 500 (with the request id), the server keeps serving
+            return self._fail(error_from_exception(e), endpoint, rid, t0, exc=e)
         finally:
             if not handed_off:
                 self.inflight -= 1
@@ -420,6 +471,10 @@ class CorralServer:
                 check_budget(self.backend, constraint.grammar, max_tokens)
             except BudgetError as e:
                 raise APIError(400, str(e), "max_tokens_too_small", "max_tokens") from None
+            try:
+                think_budget(constraint.think, tools_for(self.tokenizer))
+            except BudgetError as e:
+                raise APIError(400, str(e), "thinking_budget_too_small", "thinking") from None
         return max_tokens
 
     async def _collect(self, job: Job, request: Request) -> list[RowOutput]:
@@ -448,6 +503,12 @@ class CorralServer:
             watcher.cancel()
         return [o for o in outs if o is not None]
 
+    @staticmethod
+    def _splitter(constraint: Constraint | None) -> ReasoningSplitter:
+        assert constraint is not None and constraint.think is not None
+        kind = constraint.spec.without_thinking().kind
+        return ReasoningSplitter(constraint.think, kind in ("json_schema", "json", "json_object", "tools"))
+
     def _text(self, out: RowOutput) -> str:
         return self.tokenizer.decode(out.tokens).decode("utf-8", errors="replace")
 
@@ -460,6 +521,9 @@ class CorralServer:
         choice: dict[str, Any] = {"index": index, "finish_reason": finish, "logprobs": None}
         if req.endpoint == "chat":
             message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+            if job.constraint is not None and job.constraint.think is not None:
+                # The think block goes out as reasoning_content (vLLM's / DeepSeek's field).
+                message["reasoning_content"], message["content"] = job.constraint.split(text)
             if isinstance(value, ToolCall):
                 message["content"] = None
                 message["tool_calls"] = [tool_call_json(value, f"call_{rid[:16]}_{index}")]
@@ -514,6 +578,7 @@ class CorralServer:
         t0: float,
         info: dict[str, Any],
         state: dict[str, Any],
+        deadline: float,
     ) -> AsyncIterator[str]:
         """Server-sent events in OpenAI's chunk format, ending with ``data: [DONE]``.
 
@@ -530,6 +595,9 @@ class CorralServer:
         # Per row: "text" (stream deltas), "call" (buffer: a tool call), "?" (auto: undecided).
         mode = ["call" if tools_mode == "required" else "?" if tools_mode == "auto" else "text"] * rows
         outs: list[RowOutput | None] = [None] * rows
+        think = job.constraint.think if chat and job.constraint is not None else None
+        # A think block streams as reasoning_content deltas, split off as the text arrives.
+        splitters = [None if think is None else self._splitter(job.constraint) for _ in range(rows)]
 
         def chunk(i: int, delta: dict[str, Any] | str, finish: str | None = None) -> str:
             c: dict[str, Any] = {"index": i, "finish_reason": finish, "logprobs": None}
@@ -543,19 +611,42 @@ class CorralServer:
             for i in range(rows):
                 yield chunk(i, {"role": "assistant", "content": ""})
         while any(o is None for o in outs):
-            ev, i, payload = await job.events.get()
+            try:
+                ev, i, payload = await asyncio.wait_for(
+                    job.events.get(), timeout=max(0.0, deadline - time.perf_counter())
+                )
+            except TimeoutError:
+                # Past the deadline: an error event, [DONE], and the rows are freed on close.
+                err = APIError(504, "the request did not finish within its deadline (generating)", "timeout")
+                self.metrics.errors.inc(kind="timeout")
+                log_event("request", request_id=rid, endpoint=endpoint, status=504, error="timeout")
+                yield "data: " + json.dumps(err.body()) + "\n\n"
+                yield "data: [DONE]\n\n"
+                return
             if ev == "error":
                 err = APIError(500, f"generation failed: {payload}", "generation_failed")
                 yield "data: " + json.dumps(err.body()) + "\n\n"
                 break
             if ev == "text":
-                if mode[i] == "?" and payload:
-                    mode[i] = "call" if payload.startswith("{") else "text"
-                if mode[i] == "text":
-                    yield chunk(i, {"content": payload} if chat else payload)
+                sp = splitters[i]
+                pieces = [("content", payload)] if sp is None else sp.feed(payload)
+                for what, piece in pieces:
+                    if what == "reasoning":
+                        yield chunk(i, {"reasoning_content": piece})
+                        continue
+                    if mode[i] == "?" and piece:
+                        mode[i] = "call" if piece.startswith("{") else "text"
+                    if mode[i] == "text":
+                        yield chunk(i, {"content": piece} if chat else piece)
                 continue  # a call's text is read whole from the row's output when it ends
             out: RowOutput = payload
             outs[i] = out
+            sp = splitters[i]
+            for what, piece in sp.finish() if sp is not None else []:
+                if what == "reasoning":
+                    yield chunk(i, {"reasoning_content": piece})
+                elif mode[i] != "call":
+                    yield chunk(i, {"content": piece})
             finish = FINISH.get(out.stop_reason, "stop")
             if mode[i] == "call" and job.constraint is not None:
                 value, _ = job.constraint.read(self._text(out))

@@ -45,6 +45,17 @@ class ServerConfig:
         JSON Schema converter options for every schema (``--schema-option NAME=VALUE``: layout,
         budgets, ``max_convert_ms``), over corral's generation defaults; a request's ``strict``
         still applies.
+    request_timeout : float
+        Deadline of every request, in seconds from its arrival (``--request-timeout``): a body
+        not received by then is a 408; a reply not finished by then is a 504 (a stream ends with
+        an error event) and its rows are freed. A request may ask for less: the corral extension
+        ``"timeout": seconds`` in the body, or the OpenAI client's ``x-stainless-read-timeout``
+        header (non-streaming requests).
+    shutdown_timeout : float
+        On SIGTERM/SIGINT: seconds to finish the requests in flight (no new ones are admitted)
+        before they are cancelled and the process exits 0 (``--shutdown-timeout``).
+    retry_after : int
+        Seconds a 429 (server full) tells the client to wait (``Retry-After``).
     """
 
     model_name: str = "model"
@@ -60,3 +71,6 @@ class ServerConfig:
     schema_dir: Path | None = None
     limits: dict[str, int] = field(default_factory=dict)
     schema_options: dict[str, object] = field(default_factory=dict)
+    request_timeout: float = 600.0
+    shutdown_timeout: float = 10.0
+    retry_after: int = 1

@@ -18,10 +18,12 @@ __all__ = ["APIError", "STATUS_BY_CODE", "error_from_exception"]
 _TYPES = {
     400: "invalid_request_error",
     404: "invalid_request_error",
+    408: "timeout_error",
     413: "invalid_request_error",
     429: "rate_limit_error",
     500: "server_error",
     503: "server_error",
+    504: "timeout_error",
 }
 
 

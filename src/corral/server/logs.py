@@ -48,10 +48,10 @@ def new_request_id() -> str:
     return uuid.uuid4().hex[:24]
 
 
-def log_event(event: str, level: int = logging.INFO, **fields: Any) -> None:
-    """Log one structured event."""
+def log_event(event: str, level: int = logging.INFO, exc_info: Any = None, **fields: Any) -> None:
+    """Log one structured event (``exc_info``: an exception whose traceback goes with it)."""
     if log.isEnabledFor(level):
-        log.log(level, event, extra={"fields": {"event": event, **fields}})
+        log.log(level, event, exc_info=exc_info, extra={"fields": {"event": event, **fields}})
 
 
 def now() -> float:

@@ -169,6 +169,11 @@ def _response_format(raw: Any, registry: dict[str, Any]) -> ConstraintSpec | Non
         return None
     if kind == "json_object":
         return json_object_spec("response_format")
+    if kind == "structural_tag":  # vLLM's / XGrammar's shapes (corral.compile.thinking)
+        try:
+            return ConstraintSpec.structural_tag(raw, param="response_format")
+        except (TypeError, ValueError, CorralError) as e:
+            raise error_from_exception(e, "response_format") from None
     if kind == "json_schema":
         js = raw.get("json_schema")
         if not isinstance(js, dict):
@@ -186,7 +191,8 @@ def _response_format(raw: Any, registry: dict[str, Any]) -> ConstraintSpec | Non
             return registry[name]
         return schema_spec(schema, bool(js.get("strict", False)), "response_format.json_schema.schema")
     raise _bad(
-        f'response_format.type must be "text", "json_object" or "json_schema", got {kind!r}',
+        'response_format.type must be "text", "json_object", "json_schema" or "structural_tag", '
+        f"got {kind!r}",
         "response_format.type",
     )
 
@@ -240,6 +246,21 @@ def _messages(raw: Any) -> list[dict[str, str]]:
     return out
 
 
+def _thinking(body: dict[str, Any]) -> Any:
+    """corral's ``thinking`` extension (``{"budget_tokens": N}``, shaped like Anthropic's; also
+    ``true`` or a number), else vLLM users' ``chat_template_kwargs: {"enable_thinking": true}``
+    (a think block in the model's own markers, no budget). None: no think block."""
+    thinking = body.get("thinking")
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise _bad("chat_template_kwargs must be an object", "chat_template_kwargs")
+    if thinking is None and kwargs and kwargs.get("enable_thinking") is True:
+        return True
+    if thinking is not None and not isinstance(thinking, (dict, bool, int)):
+        raise _bad('thinking must be an object such as {"budget_tokens": 256}', "thinking")
+    return thinking
+
+
 def parse_chat(
     body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
 ) -> GenRequest:
@@ -265,6 +286,14 @@ def parse_chat(
             messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + note}
         else:
             messages.insert(0, {"role": "system", "content": note})
+    thinking = _thinking(body)
+    if thinking is not None:
+        try:
+            spec = (spec if spec is not None else ConstraintSpec.text(param="thinking")).with_thinking(
+                thinking
+            )
+        except (TypeError, ValueError) as e:
+            raise _bad(str(e), "thinking") from None
     return GenRequest(
         "chat",
         model,
@@ -285,7 +314,8 @@ def parse_completion(
     body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
 ) -> GenRequest:
     """Check a ``/v1/completions`` body (raises APIError). corral extensions: ``regex``,
-    ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``."""
+    ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``,
+    ``thinking`` (a think block before the answer; it stays in ``text``)."""
     model = _model(body, served, aliases)
     prompt = body.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else prompt
@@ -312,6 +342,14 @@ def parse_completion(
         spec = schema_spec(body["json_schema"], False, "json_schema")
     elif "response_format" in given:
         spec = _response_format(body["response_format"], registry)
+    thinking = body.get("thinking")
+    if thinking is not None:  # the block stays in the text: completions have no reasoning field
+        try:
+            spec = (spec if spec is not None else ConstraintSpec.text(param="thinking")).with_thinking(
+                thinking
+            )
+        except (TypeError, ValueError) as e:
+            raise _bad(str(e), "thinking") from None
     return GenRequest(
         "completions", model, prompts, n, max_tokens, params, stream, include_usage, spec, slots=_slots(body)
     )

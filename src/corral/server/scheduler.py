@@ -195,6 +195,7 @@ class Scheduler:
                     on_text=self._text_cb(job, i),
                     on_finish=self._finish_cb(job, i),
                     tag=job,
+                    think=job.constraint.think if job.constraint is not None else None,
                 )
             except Exception as e:  # checked by the HTTP side first; a safety net
                 for r in job.rows:

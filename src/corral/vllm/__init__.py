@@ -18,11 +18,14 @@ Server::
 
 Request arguments (``SamplingParams.extra_args``): ``{"corral": {KIND: VALUE}}`` with KIND one of
 ``json_schema`` (object or JSON text), ``regex``, ``grammar``, ``choices`` (list of str),
-``json`` (true), ``tools`` (with ``tool_choice``), plus optional ``schema_options`` (for
-json_schema / json / tools; defaults to ``whitespace="pretty"``, ``escapes="canonical"`` as in
-:func:`corral.generate`), ``limits`` (engine limits) and ``slots`` (values for the constraint's
-slots, bound per request without recompiling); or the flat form ``corral_KIND`` that
-``vllm_xargs`` can carry (objects as JSON text).
+``json`` (true), ``tools`` (with ``tool_choice``), ``structural_tags`` (with optional
+``triggers``), plus optional ``schema_options`` (for json_schema / json / tools / structural
+tags; defaults to ``whitespace="pretty"``, ``escapes="canonical"`` as in
+:func:`corral.generate`), ``limits`` (engine limits), ``slots`` (values for the constraint's
+slots, bound per request without recompiling) and ``thinking`` (a think block before the
+answer, its ``budget_tokens`` kept to the token); or the flat form ``corral_KIND`` that
+``vllm_xargs`` can carry (objects as JSON text). With ``CORRAL_VLLM_STRUCTURED_OUTPUTS=1`` a
+``structural_tag`` response format goes to corral too.
 
 ``CorralLogitsProcessor`` works with both of vLLM's model runners (v1: the CPU build and
 ``VLLM_USE_V2_MODEL_RUNNER=0``; v2: the GPU default since 0.3x); ``CorralLogitsProcessorV1`` /

@@ -36,6 +36,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 from corral.compile import Constraint, compile_constraint_async
 from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
+from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.tokenizer import Tokenizer, declared_eos_ids
 from corral.vllm._spec import RequestConstraint, check_spec, from_structured_outputs, parse_request
 
@@ -68,6 +69,7 @@ class _Row:
     constraint: Constraint | None = None
     matcher: Matcher | None = None
     consumed: int = 0  # output tokens the matcher has accepted
+    think: ThinkBudget | None = None  # the constraint's think-block budget, fed the same tokens
     failed: str = ""  # why the row is being ended with EOS ("" while healthy)
 
 
@@ -150,7 +152,7 @@ class _Core:
             self._advance(row)
             m = None if row.failed else row.matcher
             remaining = None if row.max_tokens is None else row.max_tokens - len(row.output)
-            rows.append(MaskRow(i, m, remaining))
+            rows.append(MaskRow(i, m, remaining, None if row.failed else row.think))
         self.kernel.mask(logits, rows)
 
     def _advance(self, row: _Row) -> None:
@@ -168,10 +170,18 @@ class _Core:
                 return
             row.pending = None
             row.matcher = row.constraint.grammar.matcher()
+            try:
+                row.think = think_budget(row.constraint.think, self.tools)
+            except Exception as e:  # a budget too small for the markers (validate_params refuses it)
+                row.failed = f"{type(e).__name__}: {e}"
+                log.error("corral: %s; ending the request", row.failed)
+                return
             row.consumed = 0
         out = row.output
         if len(out) < row.consumed:  # tokens were discarded (KV-load failure): replay
             row.matcher.reset()
+            if row.think is not None:
+                row.think.reset()
             row.consumed = 0
         m = row.matcher
         while row.consumed < len(out):
@@ -189,6 +199,8 @@ class _Core:
                     row.failed,
                 )
                 return
+            if row.think is not None:
+                row.think.accept([int(t)])
             row.consumed += 1
 
 

@@ -4,12 +4,15 @@ In:  ``SamplingParams.extra_args`` (the OpenAI server fills it from ``vllm_xargs
 
 * nested (offline ``LLM``): ``{"corral": {"json_schema": {...}}}``, or ``"regex"``,
   ``"grammar"``, ``"choices"`` (list of str), ``"json": true``, ``"tools"`` (OpenAI tool objects)
-  with ``"tool_choice"``; optional ``"schema_options"``, ``"limits"`` (engine limits) and
-  ``"slots"`` (values for the constraint's slots, bound per request without recompiling);
+  with ``"tool_choice"``, ``"structural_tags"`` (with optional ``"triggers"``); optional
+  ``"schema_options"``, ``"limits"`` (engine limits), ``"slots"`` (values for the constraint's
+  slots, bound per request without recompiling) and ``"thinking"`` (a think block before the
+  answer: a budget in tokens, true, or ``{"budget_tokens", "open", "close", "optional"}``);
 * flat (``vllm_xargs`` allows only strings, numbers and lists of them): ``corral_json_schema``
   (JSON text), ``corral_regex``, ``corral_grammar``, ``corral_choices``, ``corral_json``,
-  ``corral_tools``, ``corral_tool_choice``, ``corral_schema_options``, ``corral_limits``,
-  ``corral_slots`` (objects as JSON text).
+  ``corral_tools``, ``corral_tool_choice``, ``corral_structural_tags``, ``corral_triggers``,
+  ``corral_thinking``, ``corral_schema_options``, ``corral_limits``, ``corral_slots`` (objects
+  as JSON text).
 
 Out: a :class:`RequestConstraint` — the :class:`corral.compile.ConstraintSpec` (built by the same
 rules as ``corral.generate``: :func:`corral.compile.spec_from_args`) and the slot values — or None
@@ -38,11 +41,21 @@ __all__ = [
     "request_spec",
 ]
 
-KINDS = ("json_schema", "regex", "grammar", "choices", "json", "tools")
+KINDS = ("json_schema", "regex", "grammar", "choices", "json", "tools", "structural_tags")
 """The constraint kinds a request may give (exactly one)."""
 
-_OPTIONS = ("schema_options", "limits", "slots", "tool_choice")
-_JSON_TEXT = ("json_schema", "schema_options", "limits", "slots", "tools", "tool_choice")
+_OPTIONS = ("schema_options", "limits", "slots", "tool_choice", "thinking", "triggers")
+_JSON_TEXT = (
+    "json_schema",
+    "schema_options",
+    "limits",
+    "slots",
+    "tools",
+    "tool_choice",
+    "structural_tags",
+    "thinking",
+    "triggers",
+)
 
 
 @dataclass(frozen=True)
@@ -139,7 +152,7 @@ def request_spec(extra_args: Mapping[str, Any] | None) -> ConstraintSpec | None:
 def from_structured_outputs(so: Any) -> dict[str, Any] | None:
     """corral's ``extra_args["corral"]`` for a vLLM ``StructuredOutputsParams`` (what
     ``response_format`` and ``structured_outputs`` requests become), or None when corral has no
-    equivalent (structural tags, an empty object)."""
+    equivalent (an empty object)."""
     if so is None:
         return None
     if getattr(so, "json", None) is not None:
@@ -152,6 +165,8 @@ def from_structured_outputs(so: Any) -> dict[str, Any] | None:
         return {"grammar": so.grammar}
     if getattr(so, "json_object", None):
         return {"json": True}
+    if getattr(so, "structural_tag", None):
+        return {"structural_tags": _json_arg("structural_tag", so.structural_tag)}
     return None
 
 

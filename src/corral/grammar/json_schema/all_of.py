@@ -35,6 +35,13 @@ class AllOfMixin(ConverterCore):
         parts = schema["allOf"]
         if not isinstance(parts, list) or not parts:
             raise SchemaError("allOf must be a non-empty array", _ptr(pointer, "allOf"))
+        self.descend(_ptr(pointer, "allOf"))  # parts reached through $ref chains nest here
+        try:
+            return self._merge_parts(schema, parts, pointer)
+        finally:
+            self.nesting -= 1
+
+    def _merge_parts(self, schema: dict[str, Any], parts: list[Any], pointer: str) -> dict[str, Any]:
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for i, part in enumerate(parts):
             p = _ptr(pointer, "allOf", i)
@@ -118,7 +125,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
         elif key == "properties":
             merged = dict(va)
             for name, s in vb.items():
-                merged[name] = {"allOf": [merged[name], s]} if name in merged else s
+                merged[name] = _conjoin(merged[name], s) if name in merged else s
             out[key] = merged
         elif key == "enum":
             keep = [x for x in va if any(_json_equal(x, y) for y in vb)]
@@ -126,7 +133,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
                 raise _NoValue("allOf: the enums have no value in common", pointer)
             out[key] = keep
         elif key in ("items", "additionalProperties", "contains", "propertyNames"):
-            out[key] = {"allOf": [va, vb]}
+            out[key] = _conjoin(va, vb)
         elif key in ("anyOf", "oneOf"):
             out.setdefault("allOf", [])
             out["allOf"] = [*out.get("allOf", []), {key: vb}]
@@ -277,12 +284,34 @@ def _all_of(x: Any, y: Any) -> Any:
         return y
     if y is True or y == {}:
         return x
+    return _conjoin(x, y)
+
+
+def _conjoin(x: Any, y: Any) -> Any:
+    """``{"allOf": [x, y]}``, or `x` when `y` is already one of its conjuncts (A ∧ A = A and
+    (A ∧ B) ∧ B = A ∧ B). Nested merges (a $ref target merged into an anyOf branch whose
+    siblings already hold it) otherwise conjoin one schema with itself again at every level, and
+    each copy's alternatives multiply with the others' when distributed."""
+    if _conjunct_of(x, y):
+        return x
     return {"allOf": [x, y]}
+
+
+def _conjunct_of(x: Any, y: Any) -> bool:
+    """Is `y` one of the conjuncts of `x` (x itself, or a part of an ``allOf``-only x, nested)?"""
+    stack = [x]
+    while stack:
+        node = stack.pop()
+        if node is y or _json_equal(node, y):
+            return True
+        if isinstance(node, dict) and len(node) == 1 and isinstance(node.get("allOf"), list):
+            stack.extend(node["allOf"])
+    return False
 
 
 def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]:
     key = "anyOf" if "anyOf" in branch else "oneOf"
     if key in base:
         # Two alternations: distribute (anyOf of the pairwise merges).
-        return {"anyOf": [{"allOf": [x, y]} for x in base[key] for y in branch[key]]}
+        return {"anyOf": [_conjoin(x, y) for x in base[key] for y in branch[key]]}
     return {key: branch[key]}

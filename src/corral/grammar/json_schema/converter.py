@@ -15,7 +15,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from corral.errors import SchemaError
+from corral.errors import LimitExceeded, SchemaError
+from corral.grammar.bounded_json import loads
 from corral.grammar.json_schema.all_of import AllOfMixin
 from corral.grammar.json_schema.arrays import ArraysMixin
 from corral.grammar.json_schema.composition import CompositionMixin
@@ -55,17 +56,30 @@ def schema_to_grammar(
         A construct corral cannot honour (remote ``$ref``; a ``pattern`` using lookaround or
         backreferences; any post-decoding keyword in strict mode).
     corral.LimitExceeded
-        The conversion ran past ``options.max_convert_ms`` (``limit == "max_convert_ms"``; the
-        message names the JSON pointer it had reached).
+        The schema nests deeper than ``options.max_schema_depth`` (``limit ==
+        "max_schema_depth"``), or the conversion ran past ``options.max_convert_ms`` (``limit ==
+        "max_convert_ms"``); the message names the JSON pointer (or text position) it reached.
 
     `check_regex`, when given, is called with each pattern regex and raises CompileError for
     one the engine cannot compile, so the error can name the schema keyword.
     """
+    options = options or SchemaOptions()
     if isinstance(schema, (str, bytes)):
         try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as e:
+            schema = loads(schema, options.max_schema_depth, "max_schema_depth", "the schema text")
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise SchemaError(f"schema is not valid JSON: {e}", "#") from None
-    conv = _Converter(schema, options or SchemaOptions(), check_regex)
-    text = conv.convert()
+    conv = _Converter(schema, options, check_regex)
+    try:
+        text = conv.convert()
+    except RecursionError:
+        # A backstop: max_schema_depth bounds every recursion, but the caller's own stack may
+        # already be deep (or a host raised max_schema_depth near Python's limit).
+        raise LimitExceeded(
+            "max_schema_depth",
+            conv.deepest,
+            options.max_schema_depth,
+            f"the schema nests too deeply to convert on this stack ({conv.deepest} subschemas deep; "
+            f"max_schema_depth={options.max_schema_depth})",
+        ) from None
     return text, conv.report

@@ -14,7 +14,11 @@ composes them into one class. This module holds what every area uses: rule namin
 Invariants:
 * ``value_rule`` memoises by pointer (and, for expanded ``allOf``-with-``$ref`` schemas, by
   content), reserving the rule name before its body is built, so ``$ref`` cycles become grammar
-  recursion; rules with identical bodies are shared unless recursive.
+  recursion; rules with identical bodies are shared unless recursive. It also memoises by node
+  (``node_key``: a document object's identity, a merged dict's structure, plus the pretty
+  depth), so a subschema reached along several paths is converted once. A subschema that
+  allows no value is remembered under all three keys (``failed``) and refused again, never
+  answered with its reserved, empty rule.
 * ``post_marks`` counts keywords not enforced exactly; a rule whose build raised it is inexact,
   and so is every rule that uses it (``exact_child`` reports that).
 * ``snapshot``/``restore`` cover every piece of mutable state an attempt can change except
@@ -23,6 +27,10 @@ Invariants:
   ``max_product_states_total``, which only errs on the side of fewer states.
 * Every subschema whose body is built passes ``check_time``: conversion stops within one
   subschema's work of ``max_convert_ms``.
+* Depth: the document's nesting is checked (iteratively) before anything walks it, and
+  ``value_rule`` calls nest at most ``max_schema_depth`` deep; past either,
+  ``LimitExceeded("max_schema_depth")``. Every recursion in the converter is bounded by one of
+  the two, never by Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
 from corral.grammar import numbers
+from corral.grammar.bounded_json import check_value
 from corral.grammar.json_schema.keywords import _ANNOTATIONS, _POST_CHECKED, _TYPES, _UNMERGED, SLOT_KEYWORD
 from corral.grammar.json_schema.options import ReportEntry, SchemaOptions, SchemaReport
 from corral.grammar.json_schema.util import (
@@ -101,10 +110,20 @@ class ConverterCore:
         # JSON strings: every spelling ("j") or only json.dumps(ensure_ascii=False)'s ("c").
         self.jflag = "c" if options.escapes == "canonical" else "j"
         self.depth = 0
+        # value_rule calls in progress (subschemas inside one another, $ref hops included):
+        # bounded by max_schema_depth, so the converter's recursion never reaches Python's limit.
+        self.nesting = 0
+        self.deepest = 0  # the most value_rule calls that were in progress at once
         self.in_progress: set[str] = set()
         self.recursive: set[str] = set()
         self.by_body: dict[str, str] = {}
         self.by_content: dict[str, str] = {}
+        # Memo by node (see node_key): rules, and subschemas no value satisfies.
+        self.by_node: dict[Any, str] = {}
+        self.failed: dict[Any, _NoValue] = {}  # by pointer, content key and node key
+        # ids of the document's dicts and lists (the document outlives the conversion, so an id
+        # stands for one object throughout).
+        self.document_ids: set[int] = set()
         # Exactness bookkeeping: post_marks counts keywords not enforced exactly (checked after
         # decoding, ignored); a rule whose build raised it is inexact, and so is every rule that
         # uses it. Variants that must be exact (items that count as `contains` matches) check it.
@@ -167,6 +186,8 @@ class ConverterCore:
             dict(self.by_pointer),
             dict(self.by_body),
             dict(self.by_content),
+            dict(self.by_node),
+            dict(self.failed),
             set(self.in_progress),
             set(self.recursive),
             set(self.inexact),
@@ -181,6 +202,8 @@ class ConverterCore:
             self.by_pointer,
             self.by_body,
             self.by_content,
+            self.by_node,
+            self.failed,
             self.in_progress,
             self.recursive,
             self.inexact,
@@ -200,6 +223,23 @@ class ConverterCore:
         if self.opt.strict:
             raise UnsupportedSchemaError(f"'{keyword}' cannot be enforced by the grammar: {detail}", pointer)
         self.note(pointer, keyword, "checked after decoding", detail)
+
+    def descend(self, pointer: str) -> None:
+        """Count one more nested step of the conversion (a subschema, a $ref hop, an allOf
+        part); the caller decrements ``nesting`` when it returns. Raises
+        LimitExceeded("max_schema_depth") past the limit, naming `pointer`."""
+        self.nesting += 1
+        self.deepest = max(self.deepest, self.nesting)
+        if self.nesting > self.opt.max_schema_depth:
+            self.nesting -= 1
+            limit = self.opt.max_schema_depth
+            raise LimitExceeded(
+                "max_schema_depth",
+                self.nesting + 1,
+                limit,
+                f"the schema nests more than max_schema_depth={limit} subschemas deep "
+                f"(counting $ref hops) at {pointer}",
+            )
 
     def check_time(self, pointer: str) -> None:
         """Raise LimitExceeded("max_convert_ms", ...) once the conversion has run past
@@ -223,6 +263,9 @@ class ConverterCore:
         self.started = time.perf_counter()
         if self.opt.max_convert_ms is not None:
             self.deadline = self.started + self.opt.max_convert_ms / 1000
+        # Before any recursive helper (json.dumps of content keys, _has_ref, allOf merging)
+        # walks the document: they then descend at most max_schema_depth containers.
+        check_value(self.root, self.opt.max_schema_depth, "max_schema_depth", "the schema", self.document_ids)
         ws = "" if self.opt.whitespace == "compact" else f"[ \\t\\n\\r]{{0,{self.opt.max_whitespace}}}"
         root = self.value_rule(self.root, "#")
         # No whitespace around the top-level value: it would only cost tokens (small models pad
@@ -245,37 +288,98 @@ class ConverterCore:
         if self.pretty:  # rules differ by nesting depth (their indentation)
             pointer += self.depth_tag()
             ck = ck + self.depth_tag() if ck else None
+        # And by node: the same subschema reached along another path (a merged anyOf branch, an
+        # allOf part, a $ref target's properties under a merge) is converted once.
+        nk = self.node_key(schema)
+        # A subschema no value satisfies stays that way: its reserved rule (empty text) must
+        # never be returned as if it were built.
+        for key in (pointer, ck, nk):
+            failed = self.failed.get(key) if key is not None else None
+            if failed is not None:
+                raise _NoValue(failed.message, failed.pointer)
         hit = self.by_pointer.get(pointer) or (self.by_content.get(ck) if ck else None)
+        if hit is None and nk is not None:
+            hit = self.by_node.get(nk)
         if hit is not None:
             if hit in self.in_progress:
                 self.recursive.add(hit)
-            if hit in self.in_progress or pointer in self.inexact or (ck and ck in self.inexact):
+            if (
+                hit in self.in_progress
+                or pointer in self.inexact
+                or (ck and ck in self.inexact)
+                or (nk is not None and nk in self.inexact)
+            ):
                 self.post_marks += 1  # (recursion: exactness unknown yet, assume not)
             return hit
         name = self.new_rule(pointer.split("@")[0].rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
         if ck:
             self.by_content[ck] = name
+        if nk is not None:
+            self.by_node[nk] = name
         self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
         self.in_progress.add(name)
         marks = self.post_marks
-        body = self.value_body(schema, pointer.split("@")[0] if self.pretty else pointer)
+        self.descend(pointer.split("@")[0])
+        try:
+            body = self.value_body(schema, pointer.split("@")[0] if self.pretty else pointer)
+        except _NoValue as e:
+            for key in (pointer, ck, nk):
+                if key is not None:
+                    self.failed[key] = e
+            if nk is not None:
+                del self.by_node[nk]
+            raise
+        except BaseException:
+            if nk is not None:
+                self.by_node.pop(nk, None)
+            raise
+        finally:
+            self.nesting -= 1
         self.in_progress.discard(name)
         if self.post_marks != marks:
             self.inexact.add(pointer)
             if ck:
                 self.inexact.add(ck)
+            if nk is not None:
+                self.inexact.add(nk)
         same = self.by_body.get(body)
         if same is not None and name not in self.recursive:
             del self.rules[name]
-            for table in (self.by_pointer, self.by_content):
-                for k, v in table.items():
-                    if v == name:
-                        table[k] = same
+            # Only these keys can name the new rule: nothing inside its body could share it
+            # (it was not in by_body yet), and hits do not store it elsewhere.
+            self.by_pointer[pointer] = same
+            if ck:
+                self.by_content[ck] = same
+            if nk is not None:
+                self.by_node[nk] = same
             return same
         self.rules[name] = body
         self.by_body.setdefault(body, name)
         return name
+
+    def node_key(self, schema: Any) -> Any:
+        """The memo key of a dict subschema in the current context (pretty depth), or None: the
+        object's identity for a dict of the document (alive for the whole conversion), else its
+        structure down to the document's objects (a dict built by a merge), so each distinct
+        subschema is converted once however many paths reach it."""
+        if not isinstance(schema, dict):
+            return None
+        try:
+            key = self._structure(schema)
+        except RecursionError:  # a built dict nested absurdly deep: not memoised by node
+            return None
+        return (key, self.depth_tag())
+
+    def _structure(self, node: Any) -> Any:
+        if isinstance(node, (dict, list)):
+            if id(node) in self.document_ids:
+                return ("id", id(node))
+            if isinstance(node, dict):
+                return ("dict", tuple(sorted((k, self._structure(v)) for k, v in node.items())))
+            return ("list", tuple(self._structure(v) for v in node))
+        # (type, value): 1, 1.0 and True are different schemas values
+        return (type(node).__name__, node if not isinstance(node, float) or node == node else "nan")
 
     def value_body(self, schema: Any, pointer: str) -> str:
         self.check_time(pointer)

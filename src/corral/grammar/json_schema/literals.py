@@ -40,14 +40,24 @@ class LiteralsMixin(ConverterCore):
             values = [v for v in values if any(_json_equal(v, e) for e in schema["enum"])]
         # Keep the values the rest of the schema allows (type and simple bounds), report others.
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in _ANNOTATIONS}
-        kept = [v for v in values if _quick_check(rest, v)] if rest else values
+        kept = []
+        for i, v in enumerate(values):
+            if i % 256 == 255:  # a long enum is one subschema: the time limit applies inside it
+                self.check_time(_ptr(where, i))
+            if not rest or _quick_check(rest, v):
+                kept.append(v)
         if not kept:
             raise _NoValue("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
         if rest:
             self.note(where, "enum", "enforced", "values filtered by the sibling keywords")
         types = self.types_of(schema, pointer) if "type" in schema else []
         integer_only = "integer" in types and "number" not in types
-        return " | ".join(self.literal_value(v, where, integer_only) for v in kept)
+        alts = []
+        for i, v in enumerate(kept):
+            if i % 256 == 255:
+                self.check_time(_ptr(where, i))
+            alts.append(self.literal_value(v, where, integer_only))
+        return " | ".join(alts)
 
     def literal_value(self, v: Any, pointer: str, integer_only: bool = False) -> str:
         """Every JSON spelling of one value (up to whitespace, number spelling and escapes)."""

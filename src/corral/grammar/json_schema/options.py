@@ -28,6 +28,7 @@ _BUDGET_RANGES: dict[str, tuple[int, int | None]] = {
     "max_named_keys": (0, None),
     "max_machine_states": (1, None),
     "pretty_max_depth": (0, 1024),
+    "max_schema_depth": (1, 512),
 }
 
 
@@ -70,7 +71,8 @@ class SchemaOptions:
     Budgets
     -------
     Past a budget the keyword that needed it is checked after decoding instead (and reported;
-    with ``strict=True`` it is an error), except ``max_convert_ms``, which stops the conversion.
+    with ``strict=True`` it is an error), except ``max_schema_depth`` and ``max_convert_ms``,
+    which stop the conversion.
 
     max_product_states : int
         Most DFA states one string product automaton may have (``pattern`` & ``format`` &
@@ -109,6 +111,14 @@ class SchemaOptions:
         (default 32). Each depth needs its own copy of every rule below it (the indentation is
         part of the rule), so grammar size grows with depth; deeper containers are laid out
         flexibly.
+    max_schema_depth : int
+        Deepest nesting the conversion follows (default 128, at most 512): arrays/objects in the
+        schema document (checked before anything else reads it, in the JSON text too), and
+        subschemas converted inside one another, counting each ``$ref`` hop (a ``$ref`` cycle
+        costs nothing: it becomes grammar recursion). The converter recurses per subschema, so
+        this bounds its stack; real schemas nest at most 24 deep (jsonschemabench). Over it:
+        ``corral.LimitExceeded("max_schema_depth", depth, limit, message)`` naming the line
+        and column (text) or the JSON pointer.
     max_convert_ms : int or None
         Wall-clock limit for converting one schema to grammar text, in milliseconds (default
         5,000; ``None``: no limit). Checked at every subschema the conversion visits, so a
@@ -130,6 +140,7 @@ class SchemaOptions:
     max_named_keys: int = 16
     max_machine_states: int = 5000
     pretty_max_depth: int = 32
+    max_schema_depth: int = 128
     max_convert_ms: int | None = 5000
 
     def __post_init__(self) -> None:

@@ -16,10 +16,52 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from corral.errors import LimitExceeded
 from corral.grammar.regex_text import scan, top_level_branches
+
+# Group nesting a schema pattern may have before Python's ``re`` (a recursive parser) reads it:
+# the engine's default ``max_nesting``, which would refuse a deeper one anyway.
+PATTERN_MAX_NESTING = 200
+
+
+def check_nesting(pattern: str, where: str) -> None:
+    """Raise LimitExceeded("max_nesting") when `pattern` nests groups deeper than
+    PATTERN_MAX_NESTING (an iterative scan: escapes and character classes skipped)."""
+    depth = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a class: up to its closing bracket (a leading ']' or '^]' is literal)
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            depth += 1
+            if depth > PATTERN_MAX_NESTING:
+                raise LimitExceeded(
+                    "max_nesting",
+                    depth,
+                    PATTERN_MAX_NESTING,
+                    f"pattern groups nest more than max_nesting={PATTERN_MAX_NESTING} deep "
+                    f"(at character {i}) at {where}",
+                )
+        elif c == ")":
+            depth -= 1
+        i += 1
 
 
 def _safe_search(pattern: str, text: str) -> bool:
+    """``re.search`` that reads a bad pattern as no match (a too deeply nested one raises)."""
+    check_nesting(pattern, "patternProperties")
     try:
         return re.search(pattern, text) is not None
     except re.error:
@@ -141,15 +183,22 @@ def _not_in_regex(names: list[str]) -> str:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def build(node: dict[str, Any]) -> str:
+    # Built bottom-up with an explicit stack (a name's length must not become Python recursion).
+    done: dict[int, str] = {}
+    stack: list[tuple[dict[str, Any], bool]] = [(trie, False)]
+    while stack:
+        node, expanded = stack.pop()
         kids = {c: v for c, v in node.items() if c}
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((sub, False) for sub in kids.values())
+            continue
         alts = []
         if "" not in node:
             alts.append("")  # stopping here is not a name
         leave = "".join(re.escape(c) for c in kids)
         alts.append(f"[^{leave}](?s:.)*" if kids else "(?s:.)+")
         for c, sub in kids.items():
-            alts.append(re.escape(c) + "(?:" + build(sub) + ")")
-        return "|".join(alts)
-
-    return build(trie)
+            alts.append(re.escape(c) + "(?:" + done.pop(id(sub)) + ")")
+        done[id(node)] = "|".join(alts)
+    return done[id(trie)]

@@ -25,7 +25,7 @@ from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
 from corral.grammar import formats, probe
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _SLOT_NAME, _STRING_KEYS, SLOT_KEYWORD
-from corral.grammar.json_schema.patterns import _ascii_classes, _unanchored
+from corral.grammar.json_schema.patterns import _ascii_classes, _unanchored, check_nesting
 from corral.grammar.json_schema.util import _count, _NoValue, _ptr, _regex_terminal, _TooBig
 
 # Lengths up to this many characters, alone, stay a plain counted terminal (no product needed).
@@ -132,6 +132,7 @@ class StringsMixin(ConverterCore):
         a narrowed pattern matches a subset)."""
         if not isinstance(pat, str):
             raise SchemaError("pattern must be a string", where)
+        check_nesting(pat, where)  # before Python's recursive regex parser reads it
         try:
             re.compile(pat)
         except re.error as e:

@@ -1,0 +1,1 @@
+"""Fuzzing corral at scale: generators, oracles and a time-budgeted driver (``python -m bench.fuzz.run``)."""
