@@ -1,4 +1,4 @@
-"""The ``corral`` command line: ``corral generate|classify|serve|models ...``.
+"""The ``corral`` command line: ``corral generate|classify|serve|lint|models ...``.
 
 Every subcommand module exposes ``add_parser(subparsers)`` and sets ``func`` on its parser;
 errors corral raises on bad input become one ``corral: error: ...`` line and exit status 2, never a
