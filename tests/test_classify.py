@@ -15,7 +15,13 @@ import numpy as np
 import pytest
 
 import corral
-from corral.classification import score_labels, temperature_for
+from corral.classification import (
+    CONTENT_FREE_TEXTS,
+    content_free_prior,
+    results_from_scores,
+    score_labels,
+    temperature_for,
+)
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
 
@@ -216,3 +222,62 @@ def test_cli_one_line_per_input_line(smol_model: Any, tmp_path: Path) -> None:
     assert proc.returncode == 2 and ":2:" in proc.stderr and "Traceback" not in proc.stderr
     proc = _cli("--labels", "a,a", "--text", "x")
     assert proc.returncode == 2 and "twice" in proc.stderr
+
+
+def test_contextual_calibration_divides_out_the_prior_by_hand() -> None:
+    # A label-biased case written out: the model puts 50% on the first label for content-free
+    # inputs (two of them, averaged), and a text's raw distribution is [0.6, 0.3, 0.1].
+    labels = ["billing", "technical", "account"]
+    scores = np.log(np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]))
+    cf = np.log(np.array([[0.6, 0.2, 0.2], [0.4, 0.3, 0.3]]))
+    prior = content_free_prior(cf)
+    assert np.allclose(prior, [0.5, 0.25, 0.25])
+    rs = results_from_scores(scores, labels, prior=prior)
+    # 0.6/0.5, 0.3/0.25, 0.1/0.25 = 1.2, 1.2, 0.4 -> divided by 2.8
+    assert np.allclose([rs[0].probabilities[x] for x in labels], [1.2 / 2.8, 1.2 / 2.8, 0.4 / 2.8])
+    # 0.2/0.5, 0.2/0.25, 0.6/0.25 = 0.4, 0.8, 2.4 -> divided by 3.6
+    assert np.allclose([rs[1].probabilities[x] for x in labels], [0.4 / 3.6, 0.8 / 3.6, 2.4 / 3.6])
+    assert rs[0].logprobs["billing"] == pytest.approx(math.log(0.6))  # raw scores kept
+    # With a temperature the prior is taken at the same temperature: softmax(s / T) / p_cf(T).
+    t = 2.0
+    p = np.sqrt([0.6, 0.3, 0.1]) / np.sqrt([0.6, 0.3, 0.1]).sum()
+    q = (np.sqrt([[0.6, 0.2, 0.2], [0.4, 0.3, 0.3]]).T / np.sqrt([[0.6, 0.2, 0.2], [0.4, 0.3, 0.3]]).sum(1)).T
+    want = p / q.mean(axis=0)
+    got = results_from_scores(scores, labels, temperature=t, prior=content_free_prior(cf, t))[0]
+    assert np.allclose([got.probabilities[x] for x in labels], want / want.sum())
+
+
+def test_calibrate_on_the_model_equals_the_hand_computation(smol_model: Any) -> None:
+    raw = score_labels(smol_model, TICKETS, SINGLE)
+    cf = score_labels(smol_model, list(CONTENT_FREE_TEXTS), SINGLE)
+    p = np.exp(raw - raw.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    pc = np.exp(cf - cf.max(axis=1, keepdims=True))
+    pc = (pc / pc.sum(axis=1, keepdims=True)).mean(axis=0)
+    want = p / pc
+    want /= want.sum(axis=1, keepdims=True)
+    rs = corral.classify(smol_model, TICKETS, SINGLE, calibrate=True)
+    got = np.array([[r.probabilities[x] for x in SINGLE] for r in rs])
+    # Same batches would give the same numbers; the content-free rows share batches with the
+    # texts in classify, and float32 logits move by ~1e-6 with the batch's padding.
+    assert np.abs(got - want).max() < 1e-4
+    assert [r.top_label for r in rs] == [SINGLE[i] for i in want.argmax(axis=1)]
+    custom = corral.classify(smol_model, TICKETS[:1], SINGLE, calibrate=["nothing"])
+    assert custom[0].probabilities != rs[0].probabilities
+    with pytest.raises(ValueError, match="at least one"):
+        corral.classify(smol_model, TICKETS[:1], SINGLE, calibrate=[])
+    gold = ["payment", "technical", "account", "payment", "technical"]
+    t = corral.fit_temperature(smol_model, TICKETS, gold, SINGLE, calibrate=True)
+    assert t > 0
+
+
+def test_cli_calibrate_agrees_with_the_library(smol_model: Any) -> None:
+    proc = _cli(
+        "--labels", ",".join(SINGLE), "--text", TICKETS[0], "--calibrate", "--backend", "transformers"
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)["probabilities"]
+    want = corral.classify(smol_model, TICKETS[:1], SINGLE, calibrate=True)[0].probabilities
+    raw = corral.classify(smol_model, TICKETS[:1], SINGLE)[0].probabilities
+    assert max(abs(got[x] - want[x]) for x in SINGLE) < 1e-4
+    assert max(abs(raw[x] - want[x]) for x in SINGLE) > 1e-3  # calibration changed something

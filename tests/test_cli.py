@@ -84,3 +84,30 @@ def test_cli_bad_input_is_one_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and ":2:" in proc.stderr and "Traceback" not in proc.stderr
     proc = corral_cli("generate", "--prompt", "x", "--regex", "a", "--choices", "a,b")
     assert proc.returncode == 2 and "at most one" in proc.stderr
+
+
+def test_cli_model_by_preset_name(tmp_path: Path) -> None:
+    # --model takes a preset name on every command that loads a model (here the small one).
+    proc = corral_cli(
+        "generate",
+        "--model",
+        "smollm2-135m",
+        "--backend",
+        "transformers",
+        "--prompt",
+        "An id",
+        "--regex",
+        "ID-[0-9]{3}",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(r"ID-[0-9]{3}", json.loads(proc.stdout)["text"])
+    proc = corral_cli("classify", "--model", "smollm2-135m", "--labels", "yes,no", "--text", "Is it?")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["label"] in ("yes", "no")
+    proc = corral_cli("generate", "--model", "no-such-preset", "--prompt", "x", "--regex", "a")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "no preset" in proc.stderr and "qwen2.5-coder-0.5b" in proc.stderr
+    proc = corral_cli("models", "list")
+    assert proc.returncode == 0, proc.stderr
+    assert "smollm2-135m" in proc.stdout and "qwen2.5-coder-0.5b" in proc.stdout

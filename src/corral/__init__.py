@@ -7,6 +7,7 @@ completable. See the README for the API, the grammar syntax and the limits.
 
 from typing import Any
 
+from corral.backends.loading import load_tokenizer
 from corral.classification import Classification, classify, fit_temperature
 from corral.compile import Constraint, ConstraintSpec, compile_constraint
 from corral.engine import (
@@ -72,6 +73,7 @@ __all__ = [
     "generate",
     "lint",
     "load_model",
+    "load_tokenizer",
     "stream",
     "CompileError",
     "CompiledGrammar",

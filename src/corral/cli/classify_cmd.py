@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from corral.cli import MODEL_HELP
 from corral.errors import CorralError
 from corral.progress import Progress
 
@@ -38,8 +39,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     p.add_argument("--length-normalize", action="store_true", help="mean log-probability per token")
     p.add_argument("--temperature", type=float, default=1.0, help="calibration temperature")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="contextual calibration: divide out the label prior the model shows on content-free "
+        "inputs (N/A, empty, [MASK]; scored again with each batch)",
+    )
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--model", help="a .gguf file or transformers directory (default: bundled SmolLM2)")
+    p.add_argument(
+        "--model",
+        help=MODEL_HELP,
+    )
     p.add_argument("--backend", default="auto", choices=("auto", "transformers", "llama.cpp"))
     p.add_argument("--threads", type=int, default=None)
     p.set_defaults(func=run)
@@ -103,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         system=args.system,
         chat=False if args.no_chat else None,
         length_normalize=args.length_normalize,
+        calibrate=args.calibrate,
     )
     items: list[Item]
     if args.text is not None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from corral.cli import MODEL_HELP
 from corral.progress import Progress
 
 WHITESPACE = ("pretty", "flexible", "compact")
@@ -39,7 +40,8 @@ def add_parser(sub: Any) -> None:
     con.add_argument("--choices", help="comma-separated allowed outputs (or a JSON array)")
     con.add_argument("--json-mode", action="store_true", help="any JSON value")
     p.add_argument(
-        "--model", help="a .gguf file or transformers directory (default: bundled SmolLM2-135M-Instruct)"
+        "--model",
+        help=MODEL_HELP,
     )
     p.add_argument("--backend", default="auto", choices=("auto", "transformers", "llama.cpp"))
     p.add_argument(

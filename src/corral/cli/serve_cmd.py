@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from corral.cli import MODEL_HELP
 from corral.errors import CorralError
-
-DEFAULT_NAME = "SmolLM2-135M-Instruct"
 
 
 def add_parser(sub: Any) -> None:
@@ -18,9 +17,13 @@ def add_parser(sub: Any) -> None:
         description="Serve /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics.",
     )
     p.add_argument(
-        "--model", help="a .gguf file or transformers directory (default: bundled SmolLM2-135M-Instruct)"
+        "--model",
+        help=MODEL_HELP,
     )
-    p.add_argument("--model-name", help="the model id clients send (default: from the file name)")
+    p.add_argument(
+        "--model-name",
+        help="the model id clients send (default: the preset's name, else the file name)",
+    )
     p.add_argument("--backend", default="auto", choices=("auto", "transformers", "llama.cpp"))
     p.add_argument("--threads", type=int, default=None, help="forward-pass threads (default: cores - 1)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise CorralError("corral serve needs starlette and uvicorn: pip install 'corral[server]'") from None
     import corral
+    from corral.backends.loading import model_name
     from corral.server import ServerConfig, serve
     from corral.server.logs import configure_logging, log_event
 
@@ -120,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     schema_options = parse_schema_options(args.schema_option)
     configure_logging(args.log_level)
     backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
-    name = args.model_name or (DEFAULT_NAME if args.model is None else Path(args.model).stem)
+    name = args.model_name or model_name(args.model)
     config = ServerConfig(
         model_name=name,
         aliases={backend.source, Path(backend.source).name},
