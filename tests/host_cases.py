@@ -85,6 +85,8 @@ TOOLS = [
     },
 ]
 SQL = 'root ::= "SELECT " cols " FROM " name ";"\ncols ::= name ("," " "? name)*\nname ::= [a-z_]{1,12}\n'
+# The same language as SQL, written in Lark (every host gets Lark through the one spec).
+SQL_LARK = 'start: "SELECT " cols " FROM " NAME ";"\ncols: NAME ("," " "? NAME)*\nNAME: /[a-z_]{1,12}/\n'
 SQL_RE = re.compile(r"SELECT [a-z_]{1,12}(, ?[a-z_]{1,12})* FROM [a-z_]{1,12};")
 
 
@@ -214,6 +216,13 @@ CASES = [
         "grammar",
         "An SQL query listing the names of all users:",
         {"grammar": SQL},
+        lambda t: _match(SQL_RE.pattern, t),
+        max_tokens=40,
+    ),
+    HostCase(
+        "lark",
+        "An SQL query listing the names of all users:",
+        {"grammar": SQL_LARK},
         lambda t: _match(SQL_RE.pattern, t),
         max_tokens=40,
     ),

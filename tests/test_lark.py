@@ -138,3 +138,19 @@ def test_syntax_is_checked() -> None:
     assert _accepts_text(corral.compile_grammar('root ::= "a"', tok), "a")
     g = corral.compile_grammar('top: "x"\n', tok, syntax="lark", start="top")
     assert _accepts_text(g, "x")
+
+
+def test_every_host_reads_lark_through_the_spec(smollm2: corral.Tokenizer) -> None:
+    from corral.compile import ConstraintSpec, compile_constraint, spec_from_args
+    from corral.grammar.lark import grammar_syntax
+
+    lark_text = 'start: "a" B\nB: /[0-9]+/\n'
+    assert grammar_syntax(lark_text) == "lark" and grammar_syntax('root ::= "a"') == "gbnf"
+    spec = spec_from_args({"grammar": lark_text})
+    assert spec.options == {"syntax": "lark"}
+    assert spec_from_args({"grammar": 'root ::= "a"'}).options == {}
+    assert spec.key(smollm2.hash) != ConstraintSpec.grammar(lark_text, syntax="gbnf").key(smollm2.hash)
+    c = compile_constraint(spec, smollm2)
+    assert _matcher_accepts(c.grammar, smollm2, "a42")
+    with pytest.raises(ValueError, match="syntax"):
+        ConstraintSpec.grammar(lark_text, syntax="ebnf")

@@ -45,7 +45,8 @@ def compile_spec(
     if kind == "regex":
         return Constraint(spec, compile_regex(spec.payload, tokenizer, **limits), size)
     if kind == "grammar":
-        return Constraint(spec, compile_grammar(spec.payload, tokenizer, **limits), size)
+        syntax = spec.options.get("syntax", "gbnf")
+        return Constraint(spec, compile_grammar(spec.payload, tokenizer, syntax=syntax, **limits), size)
     if kind == "choices":
         return Constraint(spec, compile_regex(choices_regex(spec.payload), tokenizer, **limits), size)
     assert kind == "tools"

@@ -151,13 +151,25 @@ class ConstraintSpec:
 
     @classmethod
     def grammar(
-        cls, text: Any, limits: Mapping[str, int] | None = None, param: str = "grammar"
+        cls,
+        text: Any,
+        limits: Mapping[str, int] | None = None,
+        param: str = "grammar",
+        syntax: str = "auto",
     ) -> ConstraintSpec:
+        """A grammar: GBNF with ``/regex/`` terminals, or Lark (``syntax="lark"``; ``"auto"``,
+        the default, tells them apart: see :func:`corral.grammar.lark.grammar_syntax`)."""
         if not isinstance(text, str):
             raise TypeError(
-                f"{param} must be a string (GBNF with /regex/ terminals), got {type(text).__name__}"
+                f"{param} must be a string (GBNF with /regex/ terminals, or Lark), got {type(text).__name__}"
             )
-        return cls("grammar", text, limits=_limits(limits), param=param)
+        from corral.grammar.lark import grammar_syntax
+
+        chosen = grammar_syntax(text) if syntax == "auto" else syntax
+        if chosen not in ("gbnf", "lark"):
+            raise ValueError(f"syntax must be 'gbnf', 'lark' or 'auto', got {syntax!r}")
+        options = {"syntax": "lark"} if chosen == "lark" else {}  # GBNF keys stay as they were
+        return cls("grammar", text, options=options, limits=_limits(limits), param=param)
 
     @classmethod
     def choices(cls, values: Any, param: str = "choices") -> ConstraintSpec:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from corral.errors import CompileError
 
-__all__ = ["COMMON", "START_RULE", "lark_to_gbnf"]
+__all__ = ["COMMON", "START_RULE", "grammar_syntax", "lark_to_gbnf"]
 
 START_RULE = "lark-start"
 _IGNORE_RULE = "lark-ignore"
@@ -452,6 +452,22 @@ def _common_defs(wanted: set[str]) -> dict[str, str]:
         out[name] = _C_COMMENT_BODY.join(d.body.split("/(.|\\n)*?/")) if name == "C_COMMENT" else d.body
         todo += [r for r, _, _ in d.refs if r in COMMON]
     return out
+
+
+_LARK_DEFINITION = re.compile(
+    r"^[ \t]*(?:[?!]?[a-z_][a-z_0-9]*|_?[A-Z][A-Z_0-9]*)(?:\.-?\d+)?[ \t]*:(?!:)", re.M
+)
+
+
+def grammar_syntax(text: str) -> str:
+    """``"gbnf"`` or ``"lark"``: how grammar text is written. GBNF rules are ``name ::= ...``;
+    Lark definitions are ``name: ...`` (or a ``%import``/``%ignore`` line). Text with a ``::=``
+    rule is GBNF, as before Lark was read."""
+    if re.search(r"^[ \t]*[A-Za-z0-9_-]+[ \t]*::=", text, re.M):
+        return "gbnf"
+    if _LARK_DEFINITION.search(text) or re.search(r"^[ \t]*%(import|ignore)\b", text, re.M):
+        return "lark"
+    return "gbnf"
 
 
 def lark_to_gbnf(text: str, *, start: str = "start", max_ignore: int = 16, max_depth: int = 200) -> str:
