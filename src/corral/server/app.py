@@ -61,6 +61,9 @@ from corral.server.scheduler import Job, Scheduler
 
 __all__ = ["CorralServer", "load_schema_dir"]
 
+# Seconds past the client's x-stainless-read-timeout before its request is ended server-side.
+_CLIENT_GRACE_S = 0.5
+
 
 class _SSEResponse(StreamingResponse):
     """A streaming response that runs ``on_close`` however the stream ends (finished, client
@@ -273,8 +276,8 @@ class CorralServer:
         header = request.headers.get("x-stainless-read-timeout")
         if header is not None and not (body or {}).get("stream"):
             try:  # the OpenAI client's own timeout: past it, nobody is waiting for the reply
-                if float(header) > 0:
-                    limit = min(limit, float(header))
+                if float(header) > 0:  # (a little later, so the client's own timer fires first)
+                    limit = min(limit, float(header) + _CLIENT_GRACE_S)
             except ValueError:
                 pass
         return t0 + limit
