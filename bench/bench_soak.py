@@ -124,7 +124,7 @@ def main() -> None:
         http.post("/v1/chat/completions", json=warm)
     rss_start = peak = _rss_kb(proc.pid)
     statuses: Counter[tuple[str, int]] = Counter()
-    latency: dict[str, list[float]] = defaultdict(list)
+    latency: dict[tuple[str, int], list[float]] = defaultdict(list)
     corrupted: list[str] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + args.seconds
@@ -156,7 +156,7 @@ def main() -> None:
                     bad = f"{kind}: unreadable reply {e!r}"
             with lock:
                 statuses[(kind, status)] += 1
-                latency[kind].append(dt)
+                latency[(kind, status)].append(dt)
                 if bad:
                     corrupted.append(bad)
             if status == 429:
@@ -184,7 +184,7 @@ def main() -> None:
     print("| kind | status | count | p50 s | p99 s |")
     print("| --- | --- | --- | --- | --- |")
     for (kind, status), n in sorted(statuses.items()):
-        lat = sorted(latency[kind])
+        lat = sorted(latency[(kind, status)])
         p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
         print(f"| {kind} | {status} | {n} | {statistics.median(lat):.2f} | {p99:.2f} |")
     five = sum(n for (k, s), n in statuses.items() if s >= 500 and k != "bad")
