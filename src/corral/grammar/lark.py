@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 from corral.errors import CompileError
+from corral.grammar.structural import literal as _lit
 
 __all__ = ["COMMON", "START_RULE", "grammar_syntax", "lark_to_gbnf"]
 
@@ -132,22 +133,6 @@ def _tokens(text: str) -> list[_Tok]:
     out.append(_Tok("nl", "\n", line, pos - line_start + 1))
     out.append(_Tok("eof", "end of grammar", line, pos - line_start + 1))
     return out
-
-
-def _lit(s: str) -> str:
-    """A corral string literal for ``s``."""
-    out = []
-    for ch in s:
-        o = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 0x20 <= o < 0x7F:
-            out.append(ch)
-        elif o <= 0xFFFF:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(f"\\U{o:08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _rx_char(ch: str) -> str:
