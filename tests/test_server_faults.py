@@ -191,3 +191,24 @@ def test_sigterm_finishes_in_flight_requests_and_exits_0(tmp_path: Path) -> None
     assert srv.proc.wait(timeout=30) == 0
     with pytest.raises(httpx.HTTPError):  # and nothing new is admitted
         httpx.get(srv.url + "/health", timeout=2)
+
+
+def test_a_body_nested_thousands_deep_is_a_400(server: Server) -> None:
+    nested = "[" * 50_000 + "]" * 50_000
+    deep = '{"model": "' + MODEL + '", "prompt": "x", "max_tokens": 2, "user": ' + nested + "}"
+    r = server.http.post("/v1/completions", content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text  # not a RecursionError turned into a 500
+    err = r.json()["error"]
+    assert err["code"] == "invalid_json" and "max_body_depth" in err["message"]
+    _normal_request_works(server)
+
+
+def test_json_outputs_nested_too_deep_are_reported_not_raised() -> None:
+    import corral
+    from corral.compile import ConstraintSpec, compile_constraint
+
+    tok = corral.Tokenizer.from_tokens([bytes([i]) for i in range(256)] + [b""], eos_ids=[256])
+    c = compile_constraint(ConstraintSpec.json_value(), tok)
+    value, error = c.read("[" * 5000 + "]" * 5000)
+    assert value is None and error is not None and "max_output_depth" in error
+    assert c.read("[[1]]") == ([[1]], None)

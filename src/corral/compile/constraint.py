@@ -13,7 +13,6 @@ string (``parse`` raises :class:`corral.OutputValidationError` for callers that 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +20,14 @@ from typing import Any
 from corral.compile.spec import ConstraintSpec
 from corral.compile.thinking import ThinkFormat, read_segments, split_reasoning
 from corral.engine import CompiledGrammar
+from corral.errors import LimitExceeded
+from corral.grammar import bounded_json
 from corral.grammar.tools import Tool, read_call
 from corral.schema import JsonSchemaGrammar, OutputValidationError
+
+# Deepest output read back as JSON (nesting levels): below Python's own recursion limit, past
+# which json.loads would raise RecursionError.
+_MAX_OUTPUT_DEPTH = 900
 
 __all__ = ["Constraint"]
 
@@ -153,7 +158,9 @@ class Constraint:
             return read_call(text, self.spec.tools, self._validators)
         if kind in ("json", "json_object"):
             try:
-                return json.loads(text), None
+                return bounded_json.loads(text, _MAX_OUTPUT_DEPTH, "max_output_depth", "the output"), None
+            except LimitExceeded as e:
+                return None, str(e)
             except ValueError as e:
                 return None, f"output is not JSON: {e}"
         if kind == "json_schema" and isinstance(self.grammar, JsonSchemaGrammar):
@@ -161,8 +168,8 @@ class Constraint:
                 value = self.grammar.validate(text)
             except OutputValidationError as e:
                 try:
-                    partial = json.loads(text)
-                except ValueError:
+                    partial = bounded_json.loads(text, _MAX_OUTPUT_DEPTH, "max_output_depth", "the output")
+                except (ValueError, LimitExceeded):
                     partial = None
                 return partial, str(e)
             model = self.spec.model

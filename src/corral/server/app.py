@@ -40,6 +40,7 @@ from corral.compile import CompileCache, Constraint, ConstraintSpec, SchemaConve
 from corral.compile.thinking import ReasoningSplitter
 from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError
 from corral.generation.decode import RowOutput, check_budget
+from corral.grammar import bounded_json
 from corral.grammar.tools import ToolCall
 from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
@@ -61,6 +62,8 @@ from corral.server.scheduler import Job, Scheduler
 
 __all__ = ["CorralServer", "load_schema_dir"]
 
+# Deepest request body read (JSON nesting levels): below Python's own recursion limit.
+_MAX_BODY_DEPTH = 900
 # Seconds past the client's x-stainless-read-timeout before its request is ended server-side.
 _CLIENT_GRACE_S = 0.5
 
@@ -375,7 +378,11 @@ class CorralServer:
             if len(data) > limit:
                 raise too_big
         try:
-            body = json.loads(bytes(data))
+            # Depth-checked before parsing: json.loads would raise RecursionError (a 500) on a
+            # body nested thousands deep; schemas inside are held to max_schema_depth later.
+            body = bounded_json.loads(bytes(data), _MAX_BODY_DEPTH, "max_body_depth", "the request body")
+        except LimitExceeded as e:
+            raise APIError(400, str(e), "invalid_json") from None
         except ValueError as e:
             raise APIError(400, f"the request body is not valid JSON: {e}", "invalid_json") from None
         if not isinstance(body, dict):
