@@ -111,3 +111,16 @@ def test_cli_model_by_preset_name(tmp_path: Path) -> None:
     proc = corral_cli("models", "list")
     assert proc.returncode == 0, proc.stderr
     assert "smollm2-135m" in proc.stdout and "qwen2.5-coder-0.5b" in proc.stdout
+
+
+def test_arguments_nested_too_deep_are_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from corral.cli import main
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 20_000 + "]" * 20_000)
+    assert main(["generate", "--schema", str(deep), "--prompt", "x"]) == 2
+    assert "--schema nests more than max_arg_depth=900" in capsys.readouterr().err
+    assert main(["classify", "--labels", "[" * 5000 + "]" * 5000, "--text", "hi"]) == 2
+    assert "max_arg_depth" in capsys.readouterr().err

@@ -16,6 +16,10 @@ from corral.errors import CorralError
 __all__ = ["MODEL_HELP", "main"]
 
 # The one description of --model, shared by every command that loads a model.
+# Deepest JSON a command-line argument may nest (--schema, --choices, ...): below Python's
+# recursion limit, so a hostile argument is a "corral: error" line, not a RecursionError.
+MAX_ARG_DEPTH = 900
+
 MODEL_HELP = (
     "a preset (smollm2-135m, qwen2.5-coder-0.5b; see: corral models list), a .gguf file or a "
     "transformers directory (default: smollm2-135m)"

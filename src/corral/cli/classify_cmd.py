@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corral.cli import MODEL_HELP
+from corral.cli import MAX_ARG_DEPTH, MODEL_HELP
 from corral.errors import CorralError
+from corral.grammar import bounded_json
 from corral.progress import Progress
 
 
@@ -57,7 +58,7 @@ def add_parser(sub: Any) -> None:
 
 def _labels(text: str) -> list[str]:
     if text.lstrip().startswith("["):
-        value = json.loads(text)
+        value = bounded_json.loads(text, MAX_ARG_DEPTH, "max_arg_depth", "--labels")
         if not isinstance(value, list):
             raise ValueError("--labels JSON must be an array of strings")
         return value
@@ -68,7 +69,7 @@ def _descriptions(text: str | None) -> dict[str, str] | None:
     if text is None:
         return None
     raw = Path(text).read_text(encoding="utf-8") if Path(text).is_file() else text
-    value = json.loads(raw)
+    value = bounded_json.loads(raw, MAX_ARG_DEPTH, "max_arg_depth", "--descriptions")
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ValueError("--descriptions must be a JSON object of strings")
     return value

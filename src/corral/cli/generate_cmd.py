@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corral.cli import MODEL_HELP
+from corral.cli import MAX_ARG_DEPTH, MODEL_HELP
+from corral.grammar import bounded_json
 from corral.progress import Progress
 
 WHITESPACE = ("pretty", "flexible", "compact")
@@ -77,14 +78,14 @@ def _schema_arg(text: str) -> Any:
             raise ValueError(f"--schema: no such file: {text}")
         raw = path.read_text(encoding="utf-8")
     try:
-        return json.loads(raw)
+        return bounded_json.loads(raw, MAX_ARG_DEPTH, "max_arg_depth", "--schema")
     except ValueError as e:
         raise ValueError(f"--schema is not valid JSON: {e}") from None
 
 
 def _choices_arg(text: str) -> list[str]:
     if text.lstrip().startswith("["):
-        value = json.loads(text)
+        value = bounded_json.loads(text, MAX_ARG_DEPTH, "max_arg_depth", "--choices")
         if not isinstance(value, list):
             raise ValueError("--choices JSON must be an array of strings")
         return value

@@ -22,13 +22,13 @@ the client (vLLM turns it into an HTTP 400). Compiling goes through corral's one
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from corral.compile import Constraint, ConstraintSpec, compile_constraint, spec_from_args
-from corral.errors import CorralError
+from corral.errors import CorralError, LimitExceeded
+from corral.grammar import bounded_json
 from corral.tokenizer import Tokenizer
 
 __all__ = [
@@ -74,7 +74,9 @@ def _json_arg(name: str, value: Any) -> Any:
     if not isinstance(value, str) or (name == "tool_choice" and not value.lstrip().startswith("{")):
         return value
     try:
-        return json.loads(value)
+        return bounded_json.loads(value, 900, "max_arg_depth", name)
+    except LimitExceeded as e:  # vLLM reports ValueError as a bad request
+        raise ValueError(f"corral: {e}") from None
     except ValueError as e:
         raise ValueError(f"corral: {name} is not valid JSON text: {e}") from None
 
