@@ -194,7 +194,14 @@ def test_modules_stay_small() -> None:
 def test_the_pipeline_points_one_way() -> None:
     """Lower layers never import higher ones at module level."""
     layers = [
-        ("corral.errors", "corral.progress", "corral._native", "corral.tokenizer", "corral.models"),
+        (
+            "corral.errors",
+            "corral.progress",
+            "corral.telemetry",
+            "corral._native",
+            "corral.tokenizer",
+            "corral.models",
+        ),
         ("corral.grammar",),
         ("corral.engine", "corral.schema", "corral.compile"),
         ("corral.runtime",),

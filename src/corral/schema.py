@@ -138,6 +138,21 @@ class JsonSchemaGrammar(CompiledGrammar):
             raise OutputValidationError("output violates the schema: " + "; ".join(errors[:3]), errors)
         return value
 
+    def failed_keywords(self, output: str | bytes) -> list[str]:
+        """The schema keywords ``output`` violates, sorted (``not_json`` when it does not parse;
+        empty when it validates) — what the server's validation-failure metric counts."""
+        text = output.decode("utf-8") if isinstance(output, bytes) else output
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return ["not_json"]
+        if self._checker is None:
+            self._checker = _validator(self.schema, self.slot_values)
+        try:
+            return sorted({str(e.validator) for e in self._checker.iter_errors(value)})
+        except RecursionError:
+            return ["max_output_depth"]
+
     def parse(self, output: str | bytes) -> Any:
         """Validate the output and, when compiled from a Pydantic model/type, return an instance
         of it (``TypeAdapter(model).validate_json``); otherwise the parsed JSON value."""

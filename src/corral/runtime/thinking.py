@@ -75,6 +75,7 @@ class ThinkBudget:
         self.opened = False
         self.closed = False
         self._skipped = False  # an optional block that was not opened
+        self.hit_budget = False  # the budget closed the block (not the model): a truncation
 
     # ---------------------------------------------------------------- following the output
 
@@ -132,6 +133,7 @@ class ThinkBudget:
             ids = self._open_path(self.budget - self.used)
         elif self.active:
             ids = self._close_path(self.budget - self.used)
+            self.hit_budget = True
         else:
             return False
         keep = np.zeros_like(mask_row)
@@ -196,6 +198,7 @@ class ThinkBudget:
         (what the model saw in training), else a shortest spelling; or its special token."""
         if not self.active or _pending(self.text[len(self.open) :]):
             return []  # inside a character: the mask finishes it first
+        self.hit_budget = True
         if self.close_ids:
             return [min(self.close_ids)]
         k = self._state()

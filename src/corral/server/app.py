@@ -48,6 +48,7 @@ from corral.server.config import ServerConfig
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event, new_request_id
 from corral.server.metrics import ServerMetrics
+from corral.server.observe import RequestObserver
 from corral.server.protocol import (
     FINISH,
     GenRequest,
@@ -246,7 +247,10 @@ class CorralServer:
         t0: float,
         headers: dict[str, str] | None = None,
         exc: BaseException | None = None,
+        obs: RequestObserver | None = None,
     ) -> Response:
+        if obs is not None:
+            obs.failed(e.code, e.status)
         self.metrics.errors.inc(kind=e.code)
         self.metrics.requests.inc(endpoint=endpoint, status=str(e.status))
         self.metrics.latency.observe(time.perf_counter() - t0, endpoint=endpoint)
@@ -298,6 +302,7 @@ class CorralServer:
     async def _generate(self, request: Request, endpoint: str) -> Response:
         rid = new_request_id()
         t0 = time.perf_counter()
+        obs = RequestObserver(self.metrics, self.tokenizer, request.headers, endpoint, rid)
         if self.inflight >= self.config.max_batch + self.config.max_queue:
             return self._fail(
                 APIError(429, "too many concurrent requests; retry later", "too_many_requests"),
@@ -305,6 +310,7 @@ class CorralServer:
                 rid,
                 t0,
                 headers={"Retry-After": str(self.config.retry_after)},
+                obs=obs,
             )
         self.inflight += 1
         handed_off = False
@@ -315,10 +321,12 @@ class CorralServer:
             parse = parse_chat if endpoint == "chat" else parse_completion
             aliases = self.config.aliases
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n)
+            obs.stage = "constraint"  # failures from here to the binding are refusals
             constraint, hit, compile_s = await self._within(
-                self._constraint(req.spec), deadline, 504, "compiling the constraint"
+                self._constraint(req.spec, obs), deadline, 504, "compiling the constraint"
             )
-            constraint = self._bind_slots(constraint, req.slots)
+            constraint = self._bind_slots(constraint, req.slots, obs)
+            obs.stage = ""
             prompts = await asyncio.to_thread(self._render, req)
             max_tokens = self._budget(req, prompts, constraint)
             job = Job(
@@ -330,6 +338,7 @@ class CorralServer:
                 loop=asyncio.get_running_loop(),
                 events=asyncio.Queue(),
                 t_arrival=t0,
+                obs=obs,
             )
             cache = "none" if req.spec is None else "hit" if hit else "miss"
             info = {"cache": cache, "compile_s": round(compile_s, 4)}
@@ -347,6 +356,7 @@ class CorralServer:
                 def on_close() -> None:
                     if not state["finished"]:
                         self.scheduler.cancel(job)
+                        obs.close(error="the stream ended before the output did")
                     self.inflight -= 1
 
                 return _SSEResponse(
@@ -359,9 +369,9 @@ class CorralServer:
             self._done(endpoint, rid, t0, job, outs, info)
             return JSONResponse(response, headers=headers)
         except APIError as e:
-            return self._fail(e, endpoint, rid, t0)
+            return self._fail(e, endpoint, rid, t0, obs=obs)
         except Exception as e:  # a bug: reported as 500 (with the request id), the server keeps serving
-            return self._fail(error_from_exception(e), endpoint, rid, t0, exc=e)
+            return self._fail(error_from_exception(e), endpoint, rid, t0, exc=e, obs=obs)
         finally:
             if not handed_off:
                 self.inflight -= 1
@@ -389,7 +399,9 @@ class CorralServer:
             raise APIError(400, "the request body must be a JSON object", "invalid_json")
         return body
 
-    async def _constraint(self, spec: ConstraintSpec | None) -> tuple[Constraint | None, bool, float]:
+    async def _constraint(
+        self, spec: ConstraintSpec | None, obs: RequestObserver | None = None
+    ) -> tuple[Constraint | None, bool, float]:
         """The compiled constraint (awaiting its compile thread on a miss): (constraint, hit,
         seconds waited)."""
         if spec is None:
@@ -400,7 +412,10 @@ class CorralServer:
             fut, hit = compile_constraint_async(
                 spec, self.tokenizer, cache=self.cache, converter=self.converter
             )
+            waited = not fut.done()  # on a compile thread (this request's, or one already running)
             constraint = await asyncio.wrap_future(fut)
+            if obs is not None:
+                obs.compiled(spec, self.tokenizer.hash, hit, waited, t0)
         except APIError:
             raise
         except Exception as e:
@@ -408,7 +423,7 @@ class CorralServer:
         return constraint, hit, time.perf_counter() - t0
 
     def _bind_slots(
-        self, constraint: Constraint | None, slots: dict[str, list[str]] | None
+        self, constraint: Constraint | None, slots: dict[str, list[str]] | None, obs: Any = None
     ) -> Constraint | None:
         """Bind the request's ``corral_slots`` to the cached skeleton (per request, sub-ms; the
         skeleton itself is never recompiled, so its cache entry serves every value set)."""
@@ -436,6 +451,8 @@ class CorralServer:
             raise APIError(400, str(e), "invalid_slots", "corral_slots") from None
         if bound is not constraint:
             self.metrics.slot_bind_time.observe(time.perf_counter() - t0)
+            if obs is not None:
+                obs.bound(constraint.slot_names, t0)
         return bound
 
     def _render(self, req: GenRequest) -> list[list[int]]:
@@ -527,7 +544,10 @@ class CorralServer:
             raise APIError(500, f"generation failed: {out.error}", "generation_failed")
         text = self._text(out)
         finish = FINISH.get(out.stop_reason, "stop")
+        t_read = time.perf_counter()
         value, error = job.constraint.read(text) if job.constraint is not None else (text, None)
+        if job.constraint is not None and job.obs is not None:
+            job.obs.validated(job.constraint, text, error, t_read)
         choice: dict[str, Any] = {"index": index, "finish_reason": finish, "logprobs": None}
         if req.endpoint == "chat":
             message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
@@ -558,6 +578,8 @@ class CorralServer:
     def _done(
         self, endpoint: str, rid: str, t0: float, job: Job, outs: list[RowOutput], info: dict[str, Any]
     ) -> None:
+        if job.obs is not None:  # quality metrics, spans (a streamed reply is validated here)
+            job.obs.finish(job, outs, validate=True)
         elapsed = time.perf_counter() - t0
         self.metrics.requests.inc(endpoint=endpoint, status="200")
         self.metrics.latency.observe(elapsed, endpoint=endpoint)

@@ -10,7 +10,9 @@ import bisect
 import math
 import threading
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from corral.telemetry.quality import MetricDef, QualityMetrics
 
 __all__ = ["Counter", "Gauge", "Histogram", "Registry", "ServerMetrics"]
 
@@ -222,6 +224,13 @@ class ServerMetrics:
         self.cancelled = r.add(
             Counter("corral_cancelled_total", "Sequences freed because the client went away.")
         )
+        # The constraint-quality set (corral.telemetry.quality): the vLLM processor exposes it too.
+        self.quality = QualityMetrics(self._make)
+
+    def _make(self, d: MetricDef) -> Any:
+        if d.kind == "histogram":
+            return self.registry.add(Histogram(d.name, d.help, d.buckets, d.labels))
+        return self.registry.add(Counter(d.name, d.help, d.labels))
 
     def gauge(self, name: str, help: str, fn: Callable[[], float]) -> None:
         """Register a gauge read at render time."""

@@ -58,6 +58,9 @@ class Job:
     t_first_token: float | None = None
     t_admitted: float | None = None
     remaining: int = 0
+    #: The request's :class:`~corral.server.observe.RequestObserver` (trace, quality metrics).
+    obs: Any = None
+    t_submitted: float | None = None
 
     def post(self, kind: str, row: int, payload: Any) -> None:
         """Hand an event to the request's event loop (from any thread)."""
@@ -91,6 +94,7 @@ class Scheduler:
         self._thread = threading.Thread(target=self._run, name="corral-scheduler", daemon=True)
         self.queued = 0  # jobs submitted and not yet admitted (read by gauges)
         self.failure: BaseException | None = None
+        self._traced: list[Job] = []  # admitted jobs whose trace records (per-step events)
 
     # ---------------------------------------------------------------- any thread
 
@@ -113,6 +117,7 @@ class Scheduler:
     def submit(self, job: Job) -> None:
         """Queue a job (its rows join the batch as soon as there is room)."""
         job.remaining = len(job.prompts)
+        job.t_submitted = time.perf_counter()
         self.queued += 1
         self._inbox.put(("submit", job))
 
@@ -204,6 +209,8 @@ class Scheduler:
                 return
             job.rows.append(row)
             self.metrics.prompt_tokens.inc(len(prompt))
+        if job.obs is not None and job.obs.recording:
+            self._traced.append(job)
 
     def _text_cb(self, job: Job, i: int) -> Any:
         def on_text(delta: str) -> None:
@@ -236,3 +243,7 @@ class Scheduler:
         self.metrics.mask_time.observe(stats.mask_s - mask0)
         self.metrics.forward_passes.inc(stats.forward_passes - passes0)
         self.metrics.batch_rows.observe(rows)
+        if self._traced:  # only requests being traced: nothing per step otherwise
+            t = time.perf_counter()
+            mask_s = stats.mask_s - mask0
+            self._traced = [j for j in self._traced if j.obs.on_step(j, t, mask_s, rows)]
