@@ -216,6 +216,8 @@ class RequestObserver:
             "corral.mask.steps": sum(_mask_figures(o)[0] for o in outs),
         }
         t_done = self.t_done if self.t_done is not None else t_end
+        if self.validations:  # the scheduler notes the end after posting it: reading may start first
+            t_done = min(t_done, self.validations[0][0])
         tracing.record("corral.decode", self.span, t_pre, t_done, decode, list(self.events))
         if self.validations:
             kws = sorted({k for _, _, ks in self.validations for k in ks})
