@@ -23,6 +23,7 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("transformers")
 
 MODEL = "SmolLM2-135M-Instruct"
+VOCAB_WIDTH = 49152  # SmolLM2's vocabulary: the mask's width
 WORD = {"type": "object", "properties": {"word": {"type": "string", "maxLength": 12}}, "required": ["word"]}
 STORY = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}
 # Every output violates these: two zeros are never unique; "a" is required and forbidden by "not".
@@ -123,6 +124,13 @@ def test_forced_tokens_and_their_share(server: Server) -> None:
     assert forced == _delta(before, after, "corral_jump_ahead_tokens_total")
     assert _delta(before, after, "corral_forced_token_share_count") == 1
     assert _delta(before, after, "corral_forced_token_share_sum") == pytest.approx(forced / tokens)
+    # Mask density: one masked step per sampled token, each allowing some of the vocabulary.
+    steps = _delta(before, after, "corral_masked_steps_total")
+    allowed = _delta(before, after, "corral_mask_allowed_tokens_total")
+    assert steps == tokens - forced
+    assert steps <= allowed < steps * VOCAB_WIDTH
+    assert _delta(before, after, "corral_mask_density_count") == 1
+    assert _delta(before, after, "corral_mask_density_sum") == pytest.approx(allowed / (steps * VOCAB_WIDTH))
     # Unconstrained rows are not constrained tokens.
     assert _post(server, max_tokens=5)[0] == 200
     assert _delta(after, _scrape(server), "corral_constrained_tokens_total") == 0

@@ -79,8 +79,8 @@ def thinking_tokens(tokens: Sequence[int], token_bytes: Sequence[bytes], fmt: Th
 
 
 def _mask_figures(out: RowOutput) -> tuple[int, int]:
-    """(masked steps, tokens their masks allowed) of a row."""
-    return int(getattr(out, "masked_steps", 0)), int(getattr(out, "allowed_total", 0))
+    """(masked steps, tokens their masks allowed) of a row (the decode loop's counters)."""
+    return out.masked_steps, out.allowed_total
 
 
 class RequestObserver:
