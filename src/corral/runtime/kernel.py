@@ -68,8 +68,10 @@ class MaskKernel:
         self.threads = threads
         self.margin = margin
 
-    def mask(self, logits: Any, rows: Sequence[MaskRow]) -> Any:
-        """Mask ``logits`` in place for ``rows`` (other logits rows are untouched)."""
+    def mask(self, logits: Any, rows: Sequence[MaskRow], allowed: list[int] | None = None) -> Any:
+        """Mask ``logits`` in place for ``rows`` (other logits rows are untouched). ``allowed``:
+        a list to extend with how many tokens each row's mask allowed (one vectorised popcount
+        over the step's masks, before the budget guard's rare narrowing), for mask density."""
         if not rows:
             return logits
         width = int(logits.shape[-1])
@@ -102,6 +104,8 @@ class MaskKernel:
             ):
                 guarded.append(k)
         apply_token_bitmask_(logits, mask, [r.index for r in rows])
+        if allowed is not None:
+            allowed.extend(int(n) for n in _popcount_rows(mask))
         if not guarded:
             return logits
         # The best token of every guarded row in one call (one device round trip); a row whose
@@ -116,6 +120,14 @@ class MaskKernel:
             # Re-apply the narrowed row: cleared tokens become -inf.
             apply_token_bitmask_(logits, mask[k : k + 1], [r.index])
         return logits
+
+
+def _popcount_rows(mask: np.ndarray) -> np.ndarray:
+    """Set bits per row of a packed int32 mask."""
+    bits = mask.view(np.uint32)
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
+    return np.unpackbits(bits.view(np.uint8), axis=1).sum(axis=1, dtype=np.int64)
 
 
 def _argmax_rows(logits: Any, indices: list[int]) -> list[int]:

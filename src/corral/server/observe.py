@@ -22,14 +22,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral.compile import Constraint, ConstraintSpec
-from corral.compile.thinking import ThinkFormat
 from corral.generation.decode import RowOutput
 from corral.schema import JsonSchemaGrammar
 from corral.server.metrics import ServerMetrics
 from corral.telemetry import tracing
-from corral.telemetry.quality import REFUSAL_CODES
+from corral.telemetry.quality import REFUSAL_CODES, thinking_tokens
 
-__all__ = ["RequestObserver", "failed_keywords", "thinking_tokens"]
+__all__ = ["RequestObserver", "failed_keywords"]
 
 # Step events kept per request: every step up to _DENSE_STEPS, then every _EVERY-th, at most _MAX.
 _DENSE_STEPS = 64
@@ -56,26 +55,6 @@ def failed_keywords(constraint: Constraint, text: str, error: str) -> list[str]:
     if kind in ("json", "json_object"):
         return ["not_json"]
     return ["tool_call"] if kind == "tools" else ["other"]
-
-
-def thinking_tokens(tokens: Sequence[int], token_bytes: Sequence[bytes], fmt: ThinkFormat) -> int:
-    """Output tokens inside the think block, its markers included (0 when an optional block was
-    skipped; all of them when the output stops inside the block)."""
-    open_b, close_b = fmt.open.text.encode("utf-8"), fmt.close.text.encode("utf-8")
-    buf = b""
-    for i, t in enumerate(tokens):
-        piece = token_bytes[t]
-        buf += piece
-        if len(buf) <= len(open_b):
-            if not open_b.startswith(buf):
-                return 0
-            continue
-        if not buf.startswith(open_b):
-            return 0
-        tail = buf[max(len(open_b), len(buf) - len(piece) - len(close_b)) :]
-        if close_b in tail:
-            return i + 1
-    return len(tokens)
 
 
 def _mask_figures(out: RowOutput) -> tuple[int, int]:

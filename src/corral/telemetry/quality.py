@@ -13,7 +13,7 @@ so no schema, value or message can grow the number of series.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "QualityMetrics",
     "REFUSAL_CODES",
     "label",
+    "thinking_tokens",
 ]
 
 #: JSON Schema keywords (validation vocabulary, 2020-12 and earlier drafts) plus corral's own
@@ -231,3 +232,24 @@ class QualityMetrics:
         if thinking is not None:
             self.tokens("thinking", thinking)
             self.tokens("answer", tokens - thinking)
+
+
+def thinking_tokens(tokens: Sequence[int], token_bytes: Sequence[bytes], fmt: Any) -> int:
+    """Output tokens inside the think block, its markers included (0 when an optional block was
+    skipped; all of them when the output stops inside the block). ``fmt``: the constraint's
+    :class:`~corral.compile.thinking.ThinkFormat`."""
+    open_b, close_b = fmt.open.text.encode("utf-8"), fmt.close.text.encode("utf-8")
+    buf = b""
+    for i, t in enumerate(tokens):
+        piece = token_bytes[t]
+        buf += piece
+        if len(buf) <= len(open_b):
+            if not open_b.startswith(buf):
+                return 0
+            continue
+        if not buf.startswith(open_b):
+            return 0
+        tail = buf[max(len(open_b), len(buf) - len(piece) - len(close_b)) :]
+        if close_b in tail:
+            return i + 1
+    return len(tokens)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,8 +38,10 @@ from corral.compile import Constraint, compile_constraint_async
 from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
 from corral.runtime.thinking import ThinkBudget, think_budget
+from corral.telemetry.quality import thinking_tokens
 from corral.tokenizer import Tokenizer, declared_eos_ids
 from corral.vllm._spec import RequestConstraint, check_spec, from_structured_outputs, parse_request
+from corral.vllm.metrics import quality_metrics
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -71,6 +74,7 @@ class _Row:
     consumed: int = 0  # output tokens the matcher has accepted
     think: ThinkBudget | None = None  # the constraint's think-block budget, fed the same tokens
     failed: str = ""  # why the row is being ended with EOS ("" while healthy)
+    hit: bool = False  # the compile cache had the constraint (or was compiling it)
 
 
 def load_tokenizer(vllm_config: VllmConfig) -> Tokenizer:
@@ -92,7 +96,17 @@ def load_tokenizer(vllm_config: VllmConfig) -> Tokenizer:
 
 def validate_corral_params(sampling_params: SamplingParams) -> None:
     """Refuse malformed corral arguments at admission (ValueError → HTTP 400); with
-    ``CORRAL_VLLM_STRUCTURED_OUTPUTS=1``, hand ``structured_outputs`` requests to corral."""
+    ``CORRAL_VLLM_STRUCTURED_OUTPUTS=1``, hand ``structured_outputs`` requests to corral. A
+    refusal is counted in ``corral_constraint_refusals_total`` by corral's error code."""
+    try:
+        _validate(sampling_params)
+    except ValueError as e:
+        cause = e.__context__  # check_spec re-raises corral's error as a ValueError (from None)
+        quality_metrics().refusal(str(getattr(cause, "code", "invalid_request")))
+        raise
+
+
+def _validate(sampling_params: SamplingParams) -> None:
     spec = parse_request(sampling_params.extra_args)
     so = sampling_params.structured_outputs
     if spec is not None and so is not None:
@@ -127,6 +141,7 @@ class _Core:
         self.tools = self.kernel.tools
         self.eos = self.kernel.eos
         self.rows: dict[int, _Row] = {}
+        self.quality = quality_metrics()
 
     def new_row(self, params: SamplingParams, output: list[int]) -> _Row | None:
         """A row for a request (None: not constrained); compiling starts in corral's compile
@@ -138,8 +153,19 @@ class _Core:
             return _Row(None, params.max_tokens, output, None, failed=str(e))
         if request is None:
             return None
-        pending, _ = compile_constraint_async(request.spec, self.tokenizer)
-        return _Row(request, params.max_tokens, output, pending)
+        pending, hit = compile_constraint_async(request.spec, self.tokenizer)
+        return _Row(request, params.max_tokens, output, pending, hit=hit)
+
+    def retire(self, row: _Row | None) -> None:
+        """A row left the batch: count its thinking/answer split and a thinking-budget cut."""
+        if row is None or row.constraint is None or row.constraint.think is None:
+            return
+        out = row.output[: row.consumed]
+        thinking = thinking_tokens(out, self.tokenizer.token_bytes, row.constraint.think)
+        self.quality.tokens("thinking", thinking)
+        self.quality.tokens("answer", len(out) - thinking)
+        if row.think is not None and row.think.hit_budget:
+            self.quality.truncation("thinking")
 
     def mask(self, logits: torch.Tensor, pairs: list[tuple[int, int]]) -> None:
         """Mask logits rows in place: ``pairs`` holds (logits row, row key) for every constrained
@@ -153,7 +179,10 @@ class _Core:
             m = None if row.failed else row.matcher
             remaining = None if row.max_tokens is None else row.max_tokens - len(row.output)
             rows.append(MaskRow(i, m, remaining, None if row.failed else row.think))
-        self.kernel.mask(logits, rows)
+        allowed: list[int] = []
+        self.kernel.mask(logits, rows, allowed)
+        # One token per row this step; a mask that allows one token forces it.
+        self.quality.steps(len(allowed), sum(allowed), sum(n == 1 for n in allowed), len(allowed))
 
     def _advance(self, row: _Row) -> None:
         """Bring the row's matcher up to the request's output tokens."""
@@ -162,7 +191,10 @@ class _Core:
         if row.matcher is None:
             try:
                 assert row.pending is not None and row.request is not None
-                row.constraint = row.pending.result().bind(row.request.slots)
+                t0 = time.perf_counter()
+                compiled = row.pending.result()  # the step waits here for a compile still running
+                self.quality.compile_wait(time.perf_counter() - t0, row.hit)
+                row.constraint = compiled.bind(row.request.slots)
             except Exception as e:
                 what = row.request.describe() if row.request is not None else "?"
                 row.failed = f"constraint {what} did not compile: {type(e).__name__}: {e}"
@@ -240,12 +272,11 @@ class CorralLogitsProcessorV1(LogitsProcessor):
             return
         rows = self.rows
         for index in batch_update.removed:
-            rows.pop(index, None)
+            self.core.retire(rows.pop(index, None))
         for index, params, _prompt, output in batch_update.added:
             row = self.core.new_row(params, output)
-            if row is None:
-                rows.pop(index, None)
-            else:
+            self.core.retire(rows.pop(index, None))
+            if row is not None:
                 rows[index] = row
         for a, b, direction in batch_update.moved:
             ra, rb = rows.pop(a, None), rows.pop(b, None)
@@ -290,8 +321,8 @@ if _HAS_V2:
 
         def add_request(self, req_idx: int, sampling_params: SamplingParams) -> bool:
             row = self.core.new_row(sampling_params, [])
+            self.core.retire(self.rows.pop(req_idx, None))  # the slot's previous request ended
             if row is None:
-                self.rows.pop(req_idx, None)
                 return False
             self.rows[req_idx] = row  # a resumed request catches up from the token history
             return True
