@@ -2,7 +2,8 @@
 
 A page writes ``<!-- corral:table NAME -->`` on a line of its own; the build replaces it with the
 table NAME (``errors``, ``limits``, ``schema-options``, ``lint-rules``, ``json-schema``,
-``lark-common``). An unknown NAME fails the build.
+``lark-common``, ``trace-spans``, ``trace-attributes``, ``quality-metrics``). An unknown NAME
+fails the build.
 """
 
 from __future__ import annotations
@@ -122,6 +123,25 @@ def _lark_common() -> str:
     return _table(["terminal", "definition"], [[f"`{k}`", f"`{v}`"] for k, v in COMMON.items()])
 
 
+def _trace_spans() -> str:
+    from corral.telemetry.tracing import SPANS
+
+    return _table(["span", "covers"], [[f"`{k}`", v] for k, v in SPANS.items()])
+
+
+def _trace_attributes() -> str:
+    from corral.telemetry.tracing import ATTRIBUTES
+
+    return _table(["attribute", "meaning"], [[f"`{k}`", v] for k, v in ATTRIBUTES.items()])
+
+
+def _quality_metrics() -> str:
+    from corral.telemetry.quality import DEFS
+
+    rows = [[f"`{d.name}`", d.kind, ", ".join(f"`{x}`" for x in d.labels) or "-", d.help] for d in DEFS]
+    return _table(["metric", "type", "labels", "meaning"], rows)
+
+
 TABLES = {
     "errors": _errors,
     "limits": _limits,
@@ -129,6 +149,9 @@ TABLES = {
     "lint-rules": _lint_rules,
     "json-schema": _json_schema,
     "lark-common": _lark_common,
+    "trace-spans": _trace_spans,
+    "trace-attributes": _trace_attributes,
+    "quality-metrics": _quality_metrics,
 }
 
 

@@ -308,3 +308,14 @@ def test_server_and_library_work_unchanged_without_opentelemetry(tmp_path: Any) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert isinstance(out["value"]["n"], int) and out["waits"] is True
+
+
+def test_the_readme_lists_every_span_attribute_and_quality_metric() -> None:
+    from pathlib import Path
+
+    from corral.telemetry.quality import DEFS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    names = [*tracing.SPANS, *tracing.ATTRIBUTES, *(d.name for d in DEFS)]
+    missing = [n for n in names if f"`{n}" not in readme]
+    assert missing == []
