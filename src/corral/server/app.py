@@ -423,7 +423,10 @@ class CorralServer:
         return constraint, hit, time.perf_counter() - t0
 
     def _bind_slots(
-        self, constraint: Constraint | None, slots: dict[str, list[str]] | None, obs: Any = None
+        self,
+        constraint: Constraint | None,
+        slots: dict[str, list[str]] | None,
+        obs: RequestObserver | None = None,
     ) -> Constraint | None:
         """Bind the request's ``corral_slots`` to the cached skeleton (per request, sub-ms; the
         skeleton itself is never recompiled, so its cache entry serves every value set)."""
