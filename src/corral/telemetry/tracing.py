@@ -124,9 +124,14 @@ def _tracer() -> Any:
     return _trace.get_tracer(TRACER_NAME, __version__)
 
 
+# One mapping from perf_counter to the epoch for the whole process: every corral span's times go
+# through it, so a child never appears to start before its parent by the jitter of two readings.
+_EPOCH_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
+
+
 def epoch_ns(perf_t: float) -> int:
     """A ``time.perf_counter()`` instant as epoch nanoseconds (OpenTelemetry's clock)."""
-    return time.time_ns() - int((time.perf_counter() - perf_t) * 1e9)
+    return int(perf_t * 1e9) + _EPOCH_OFFSET_NS
 
 
 def extract(headers: Mapping[str, str]) -> Any:
@@ -146,7 +151,13 @@ def start(
     if _trace is None:
         return None
     kind = _SpanKind.SERVER if server else _SpanKind.INTERNAL
-    span = _tracer().start_span(name, context=parent, kind=kind, attributes=dict(attributes or {}))
+    span = _tracer().start_span(
+        name,
+        context=parent,
+        kind=kind,
+        attributes=dict(attributes or {}),
+        start_time=epoch_ns(time.perf_counter()),
+    )
     if not span.is_recording():
         return None
     return span
@@ -200,4 +211,4 @@ def end(span: Any, attributes: Mapping[str, Any] | None = None, error: str | Non
             span.set_attribute(k, v)
     if error is not None:
         span.set_status(_Status(_StatusCode.ERROR, error))
-    span.end()
+    span.end(end_time=epoch_ns(time.perf_counter()))
