@@ -67,6 +67,11 @@ def add_parser(sub: Any) -> None:
         default=10.0,
         help="on SIGTERM: seconds to finish requests in flight before cancelling them (default 10)",
     )
+    p.add_argument(
+        "--no-playground",
+        action="store_true",
+        help="do not serve the playground page at /playground",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
 
@@ -141,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         schema_options=schema_options,
         request_timeout=args.request_timeout,
         shutdown_timeout=args.shutdown_timeout,
+        playground=not args.no_playground,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)
