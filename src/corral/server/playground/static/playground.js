@@ -42,7 +42,7 @@ const EXAMPLES = {
 const $ = (id) => document.getElementById(id);
 let model = null;
 let controller = null;
-const state = { trace: [], text: "", validation: null, stats: null, error: null };
+const state = { trace: [], text: "", validation: null, stats: null, error: null, request: null };
 window.corralPlayground = state; // read by the browser test and handy in the console
 
 function setStatus(msg, isError) {
@@ -216,6 +216,7 @@ async function run(ev) {
     document.body.dataset.state = "error";
     return;
   }
+  state.request = { path: path, body: body };
   controller = new AbortController();
   $("run").disabled = true;
   $("stop").disabled = false;
