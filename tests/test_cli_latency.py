@@ -12,6 +12,8 @@ loosely (six sessions share two cores here).
 from __future__ import annotations
 
 import json
+import os
+import re
 import resource
 import subprocess
 import sys
@@ -27,8 +29,8 @@ REFUSED_CPU_S = 2.5
 REFUSED_WALL_S = 20.0
 
 SENTINEL = f"""
-import sys
-HEAVY = {HEAVY_MODULES!r}
+import os, sys
+HEAVY = tuple(os.environ.get("CORRAL_TEST_HEAVY", {",".join(HEAVY_MODULES)!r}).split(","))
 
 class Sentinel:
     def find_spec(self, name, path=None, target=None):
@@ -47,10 +49,14 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_guarded(*args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
-    """The command's result, wall seconds and CPU seconds."""
+def run_guarded(
+    *args: str, heavy: tuple[str, ...] = HEAVY_MODULES
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """The command's result, wall seconds and CPU seconds (importing ``heavy`` is an error)."""
     t0, c0 = time.perf_counter(), _children_cpu()
-    p = subprocess.run([sys.executable, "-c", SENTINEL, *args], capture_output=True, text=True, timeout=120)
+    env = dict(os.environ, CORRAL_TEST_HEAVY=",".join(heavy))
+    cmd = [sys.executable, "-c", SENTINEL, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     return p, time.perf_counter() - t0, _children_cpu() - c0
 
 
@@ -114,6 +120,33 @@ def test_import_corral_is_lazy():
         "assert set(corral.__all__) <= set(dir(corral))\n"
         "missing = [n for n in corral.__all__ if getattr(corral, n, None) is None]\n"
         "assert not missing, missing\n"
+        "assert corral.compile.spec.ConstraintSpec is corral.ConstraintSpec\n"  # subpackages too
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_greedy_generation_on_llama_cpp_never_imports_torch():
+    # corral's greedy decode works on llama.cpp's numpy logits: a one-line generation does not
+    # pay the seconds of importing torch (or transformers).
+    pytest.importorskip("llama_cpp")
+    p, *_ = run_guarded(
+        "generate",
+        "--backend",
+        "llama.cpp",
+        "--regex",
+        "ORD-[0-9]{5}",
+        "--prompt",
+        "An order id:",
+        heavy=("torch", "transformers"),
+    )
+    assert p.returncode == 0, p.stderr
+    assert re.fullmatch(r"ORD-[0-9]{5}\n", p.stdout), p.stdout
+
+
+def test_serve_refuses_a_bad_schema_dir_before_the_model_loads(tmp_path):
+    pytest.importorskip("uvicorn")
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    for where, message in ((tmp_path / "missing", "not a directory"), (tmp_path, "bad.json is not JSON")):
+        p, *_ = run_guarded("serve", "--schema-dir", str(where))
+        assert p.returncode == 2 and message in p.stderr, p.stderr

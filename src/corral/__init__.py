@@ -150,14 +150,24 @@ __all__ = [
 ]
 
 
+# Subpackages an eager `import corral` used to load: `corral.compile.spec`-style attribute access
+# after a bare `import corral` keeps working (each is imported on first access).
+_SUBMODULES = frozenset(
+    "_native backends classification compile engine errors generation grammar integrations linter "
+    "models progress runtime schema tokenizer".split()
+)
+
+
 def __getattr__(name: str) -> Any:
+    import importlib
+
     module = _LAZY.get(name)
     if module is not None:
-        import importlib
-
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later lookups skip this function
         return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     # Deprecated aliases, kept for one release.
     if name == "CorralLogitsProcessor":
         import warnings

@@ -127,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive number of seconds")
     limits = parse_limits(args.limit)
     schema_options = parse_schema_options(args.schema_option)
+    if args.schema_dir is not None:  # a missing directory or a file that is not JSON: before the load
+        from corral.server.app import load_schema_dir
+
+        load_schema_dir(args.schema_dir)
     configure_logging(args.log_level)
     backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
     name = args.model_name or model_name(args.model)

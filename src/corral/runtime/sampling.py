@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 __all__ = ["SamplingParams", "sample"]
 
 
@@ -60,13 +62,22 @@ def make_generator(params: SamplingParams) -> Any:
 
 
 def sample(logits: Any, params: SamplingParams, generator: Any = None) -> list[int]:
-    """One token id per row of masked ``logits`` (a float torch tensor ``(rows, width)``).
+    """One token id per row of masked ``logits`` (a float torch tensor or numpy array
+    ``(rows, width)``).
+
+    Greedy decoding of numpy logits (the llama.cpp backend) needs no torch: importing it costs
+    seconds, most of a short ``corral generate``. Sampling always runs in torch, with its seeded
+    generator, so a seed gives the same draw on every backend.
 
     Rows whose logits are all ``-inf`` cannot occur for a live matcher (it always allows at least
     one token); the caller checks that before sampling.
     """
+    if params.greedy and isinstance(logits, np.ndarray):
+        return [int(i) for i in np.argmax(logits, axis=-1).tolist()]
     import torch
 
+    if isinstance(logits, np.ndarray):
+        logits = torch.from_numpy(logits)
     if params.greedy:
         return [int(i) for i in torch.argmax(logits, dim=-1).tolist()]
     x = logits.float() / params.temperature
