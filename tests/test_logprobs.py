@@ -215,3 +215,32 @@ def test_bad_logprob_options_are_400(server: Server, path: str, extra: dict[str,
     r = server.http.post(path, json={"model": MODEL, "max_tokens": 2, **base, **extra})
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == param
+
+
+def test_token_entries_account_for_every_output_token() -> None:
+    from corral.runtime.trace import StepRecord, StepTrace
+    from corral.server.logprobs import token_entries
+
+    # leading [1, 2]; step 7 (+ forced 8, 9); last step 5 (+ forced 6, which the row's end can
+    # reach us before the decode loop files it: rec.forced still []).
+    trace = StepTrace(top_k=2, leading=[1, 2])
+    trace.steps = [
+        StepRecord(7, -0.5, 10, [(7, -0.5), (3, -1.2)], [(4, -0.1)], forced=[8, 9]),
+        StepRecord(5, -0.25, 3, [(5, -0.25)], [], forced=[]),
+    ]
+    tokens = [1, 2, 7, 8, 9, 5, 6]
+    entries = token_entries(trace, tokens)
+    assert [e.id for e in entries] == tokens
+    how = [e.how for e in entries]
+    assert how == ["forced", "forced", "sampled", "forced", "forced", "sampled", "forced"]
+    assert entries[2].allowed == 10 and entries[2].removed == ((4, -0.1),)
+    assert all(e.logprob == 0.0 for e in entries if e.how != "sampled")
+    # While streaming, only steps whose successor exists are complete.
+    assert [e.id for e in token_entries(trace, tokens[:5], steps=1)] == [1, 2, 7, 8, 9]
+    # An EOS that ends the row is no output token.
+    eos = StepTrace(steps=[StepRecord(7, -0.5, 10, forced=[8]), StepRecord(0, -0.01, 1)])
+    assert [(e.id, e.how) for e in token_entries(eos, [7, 8])] == [(7, "sampled"), (8, "forced")]
+    # A row cut short by its budget: the last step was rolled back, the completion appended.
+    cut = StepTrace(tail=[30, 31], steps=[StepRecord(7, -0.5, 10), StepRecord(9, -0.7, 4)])
+    entries = token_entries(cut, [7, 30, 31])
+    assert [(e.id, e.how) for e in entries] == [(7, "sampled"), (30, "completion"), (31, "completion")]
