@@ -100,3 +100,29 @@ def test_record_step_removed_and_bounds() -> None:
     assert rec.removed[0][1] == pytest.approx(3.0 - np.log(np.exp(raw).sum()))
     with pytest.raises(ValueError, match="top_k"):
         StepTrace(top_k=21)
+
+
+def test_last_step_is_filed_before_on_finish(smol_model: corral.backends.Backend) -> None:
+    """A row's on_finish (the server streams its last chunk there) sees every output token in
+    the trace: the last step's forced tokens are filed before the callback runs."""
+    from corral.generation.decode import DecodeEngine
+
+    tok = smol_model.tokenizer
+    grammar = corral.compile_regex(r"(yes|no), (final answer|maybe later)\.", tok)
+    engine = DecodeEngine(smol_model)
+    seen: list[tuple[list[int], list[int]]] = []
+
+    def on_finish(row: object) -> None:
+        out = row.out  # type: ignore[attr-defined]
+        filed = list(out.trace.leading)
+        for rec in out.trace.steps:
+            filed += ([rec.token] if rec.token not in tok.eos_ids else []) + rec.forced
+        seen.append((filed + out.trace.tail, list(out.tokens)))
+
+    engine.add(
+        smol_model.render("Answer yes."), grammar, max_new_tokens=20, on_finish=on_finish, trace=StepTrace()
+    )
+    engine.run()
+    assert len(seen) == 1
+    filed, tokens = seen[0]
+    assert filed == tokens

@@ -34,7 +34,8 @@ class Batch(ABC):
     @abstractmethod
     def forward(self, chunks: Sequence[Sequence[int]], *, all_positions: bool = False) -> Any:
         """Append ``chunks[i]`` (at least one token) to row ``i`` and return a float32 torch
-        tensor ``(rows, width)`` of the logits that follow each row's last token.
+        tensor ``(rows, width)`` of the logits that follow each row's last token (llama.cpp:
+        a numpy array while torch is not imported, so greedy decoding never imports it).
 
         With ``all_positions`` the result is ``(rows, n, width)`` for the longest chunk length
         ``n``: row ``i``'s chunk occupies the *last* ``len(chunks[i])`` positions (left padded),

@@ -29,6 +29,7 @@ import ctypes
 import json
 import logging
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Sequence
@@ -413,10 +414,11 @@ def _free_all(lc: Any, free_model: Any, model: Any, holder: list[Any]) -> None:
 
 
 def _as_tensor(arr: np.ndarray) -> Any:
-    """A torch tensor when torch is installed (corral's sampling uses it), else the array."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is absent only in minimal installs
+    """A torch tensor when torch is already imported (by scoring or seeded sampling, which work
+    in torch), else the numpy array itself: greedy decoding handles arrays, and importing torch
+    just for it would cost seconds per command (most of a short ``corral generate``)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
         return arr
     return torch.from_numpy(arr)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.cli import MAX_ARG_DEPTH, MODEL_HELP
+from corral.cli.precheck import check_constraint, check_sampling
 from corral.grammar import bounded_json
 from corral.progress import Progress
 
@@ -174,6 +175,18 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise ValueError("--batch-size must be at least 1")
     kw = constraint_kwargs(args)
+    # Everything a user can get wrong is checked before the model loads (seconds): the sampling
+    # settings, the prompts, and the constraint compiled on the model's vocabulary alone.
+    check_sampling(args.temperature, args.top_p, args.top_k, args.seed)
+    items = _read_jsonl(args.input) if args.input is not None else None
+    text = None
+    if args.prompt is not None:
+        text = args.prompt
+    elif args.prompt_file is not None:
+        text = args.prompt_file.read_text(encoding="utf-8")
+    if args.output is not None and not args.output.parent.is_dir():
+        raise ValueError(f"--output: no such directory: {args.output.parent}")
+    check_constraint(args.model, kw)
     model = corral.load_model(args.model, backend=args.backend, threads=args.threads)
     gen: dict[str, Any] = dict(
         kw,
@@ -187,9 +200,9 @@ def run(args: argparse.Namespace) -> int:
     )
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
-        if args.input is not None:
-            return _run_batch(args, model, gen, out)
-        text = args.prompt if args.prompt is not None else args.prompt_file.read_text(encoding="utf-8")
+        if items is not None:
+            return _run_batch(args, model, gen, out, items)
+        assert text is not None  # exactly one source was given
         prompt = _prompt(args, text)
         if args.stream:
             s = corral.stream(model, prompt, **gen)
@@ -210,10 +223,9 @@ def run(args: argparse.Namespace) -> int:
             out.close()
 
 
-def _run_batch(args: argparse.Namespace, model: Any, gen: dict[str, Any], out: Any) -> int:
+def _run_batch(args: argparse.Namespace, model: Any, gen: dict[str, Any], out: Any, items: list[Any]) -> int:
     import corral
 
-    items = _read_jsonl(args.input)
     bar = Progress(len(items), "generate")
     failures = 0
     try:

@@ -67,6 +67,11 @@ def add_parser(sub: Any) -> None:
         default=10.0,
         help="on SIGTERM: seconds to finish requests in flight before cancelling them (default 10)",
     )
+    p.add_argument(
+        "--no-playground",
+        action="store_true",
+        help="do not serve the playground page at /playground",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
 
@@ -122,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive number of seconds")
     limits = parse_limits(args.limit)
     schema_options = parse_schema_options(args.schema_option)
+    if args.schema_dir is not None:  # a missing directory or a file that is not JSON: before the load
+        from corral.server.app import load_schema_dir
+
+        load_schema_dir(args.schema_dir)
     configure_logging(args.log_level)
     backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
     name = args.model_name or model_name(args.model)
@@ -141,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         schema_options=schema_options,
         request_timeout=args.request_timeout,
         shutdown_timeout=args.shutdown_timeout,
+        playground=not args.no_playground,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

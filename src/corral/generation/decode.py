@@ -102,6 +102,8 @@ class Row:
     done: bool = False
     #: Arbitrary caller data (the server keeps its request here).
     tag: Any = None
+    #: Output length when the traced step in progress sampled its token (-1: none pending).
+    trace_mark: int = -1
 
 
 @dataclass
@@ -272,6 +274,7 @@ class DecodeEngine:
                 row.on_text(text)
 
     def finish(self, row: Row, reason: str, error: str = "") -> None:
+        self._file_step(row)  # before on_finish, so callbacks see the last step complete
         row.done = True
         row.out.stop_reason = reason
         row.out.error = error
@@ -463,18 +466,28 @@ class DecodeEngine:
             if r.out.trace is None:
                 self.advance(r, t)
                 continue
-            n0 = len(r.out.tokens)
             masked = logits_row(logits, i) if i in allowed else raw[i]
             rec = record_step(raw[i], masked, t, allowed.get(i, masked.size), r.out.trace.top_k)
             r.out.trace.steps.append(rec)
+            r.trace_mark = len(r.out.tokens)
             self.advance(r, t)
-            tail = r.out.trace.tail
-            new = r.out.tokens[n0 : len(r.out.tokens) - len(tail)]
-            rec.forced = new[1:] if new[:1] == [t] else new
+            self._file_step(r)
         self.stats.forward_s += t1 - t0
         self.stats.mask_s += t2 - t1 + (time.perf_counter() - t3)
         self.stats.sample_s += t3 - t2
         self.stats.forward_passes += 1
+
+    @staticmethod
+    def _file_step(row: Row) -> None:
+        """Complete the traced step in progress: the tokens jump-ahead appended after its
+        sampled token (the budget finish's completion is the trace's ``tail`` instead)."""
+        trace = row.out.trace
+        if trace is None or row.trace_mark < 0:
+            return
+        rec = trace.steps[-1]
+        new = row.out.tokens[row.trace_mark : len(row.out.tokens) - len(trace.tail)]
+        rec.forced = new[1:] if new[:1] == [rec.token] else new
+        row.trace_mark = -1
 
     def _sample(self, rows: list[Row], logits: Any) -> list[int]:
         """One token per row, each under its own sampling parameters. Rows that share

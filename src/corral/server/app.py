@@ -46,9 +46,11 @@ from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
 from corral.server.config import ServerConfig
 from corral.server.errors import APIError, error_from_exception
+from corral.server.logprobs import TraceStream, choice_extras
 from corral.server.logs import log_event, new_request_id
 from corral.server.metrics import ServerMetrics
 from corral.server.observe import RequestObserver
+from corral.server.playground import routes as playground_routes
 from corral.server.protocol import (
     FINISH,
     GenRequest,
@@ -147,6 +149,7 @@ class CorralServer:
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/health", self.health, methods=["GET"]),
                 Route("/metrics", self.metrics_endpoint, methods=["GET"]),
+                *(playground_routes() if config.playground else []),
             ],
             lifespan=self._lifespan,
         )
@@ -339,6 +342,7 @@ class CorralServer:
                 events=asyncio.Queue(),
                 t_arrival=t0,
                 obs=obs,
+                trace=req.trace.top_k if req.trace is not None else None,
             )
             cache = "none" if req.spec is None else "hit" if hit else "miss"
             info = {"cache": cache, "compile_s": round(compile_s, 4)}
@@ -567,6 +571,10 @@ class CorralServer:
         if error is not None or out.truncated:
             # corral extension: why a (rare) output did not validate; whether it was cut short.
             choice["corral"] = {"validation_error": error, "truncated": out.truncated}
+        extra = choice_extras(req.trace, req.endpoint, out, self.tokenizer, error, job.constraint is not None)
+        if "corral" in extra:  # logprobs, and the corral_trace extension (server/logprobs.py)
+            extra["corral"] = {**choice.get("corral", {}), **extra["corral"]}
+        choice.update(extra)
         return choice
 
     def _response(
@@ -634,8 +642,10 @@ class CorralServer:
         # A think block streams as reasoning_content deltas, split off as the text arrives.
         splitters = [None if think is None else self._splitter(job.constraint) for _ in range(rows)]
 
-        def chunk(i: int, delta: dict[str, Any] | str, finish: str | None = None) -> str:
-            c: dict[str, Any] = {"index": i, "finish_reason": finish, "logprobs": None}
+        traces = TraceStream(req.trace, req.endpoint, self.tokenizer, job.rows)
+
+        def chunk(i: int, delta: dict[str, Any] | str, finish: str | None = None, extra: Any = None) -> str:
+            c: dict[str, Any] = {"index": i, "finish_reason": finish, "logprobs": None, **(extra or {})}
             if chat:
                 c["delta"] = delta
             else:
@@ -673,6 +683,8 @@ class CorralServer:
                         mode[i] = "call" if piece.startswith("{") else "text"
                     if mode[i] == "text":
                         yield chunk(i, {"content": piece} if chat else piece)
+                if extra := traces.progress(i):  # logprobs / trace of the tokens now complete
+                    yield chunk(i, {} if chat else "", None, extra)
                 continue  # a call's text is read whole from the row's output when it ends
             out: RowOutput = payload
             outs[i] = out
@@ -682,6 +694,10 @@ class CorralServer:
                     yield chunk(i, {"reasoning_content": piece})
                 elif mode[i] != "call":
                     yield chunk(i, {"content": piece})
+            if req.trace is not None:
+                error = job.constraint.read(self._text(out))[1] if job.constraint is not None else None
+                if extra := traces.final(i, out, error, job.constraint is not None):
+                    yield chunk(i, {} if chat else "", None, extra)
             finish = FINISH.get(out.stop_reason, "stop")
             if mode[i] == "call" and job.constraint is not None:
                 value, _ = job.constraint.read(self._text(out))

@@ -56,6 +56,8 @@ class ServerConfig:
         before they are cancelled and the process exits 0 (``--shutdown-timeout``).
     retry_after : int
         Seconds a 429 (server full) tells the client to wait (``Retry-After``).
+    playground : bool
+        Serve the playground page at ``/playground`` (``--no-playground`` turns it off).
     """
 
     model_name: str = "model"
@@ -74,3 +76,4 @@ class ServerConfig:
     request_timeout: float = 600.0
     shutdown_timeout: float = 10.0
     retry_after: int = 1
+    playground: bool = True

@@ -2,7 +2,7 @@
 results turned into response objects and stream chunks.
 
 Only what corral implements is accepted; a field whose effect corral cannot honour (``stop``,
-``logprobs``, penalties, ``echo``, ``suffix``, non-text content parts) is a 400 rather than being
+penalties, ``echo``, ``suffix``, non-text content parts) is a 400 rather than being
 silently ignored. Fields that change nothing here (``user``, ``metadata``, ``store``,
 ``parallel_tool_calls``, ...) are accepted.
 """
@@ -19,6 +19,7 @@ from corral.errors import CorralError
 from corral.grammar.tools import ToolCall
 from corral.runtime.sampling import SamplingParams
 from corral.server.errors import APIError, error_from_exception
+from corral.server.logprobs import TraceRequest, parse_trace
 from corral.server.tools import Tool, parse_tool_choice, parse_tools, tools_prompt
 
 __all__ = ["GenRequest", "json_object_spec", "parse_chat", "parse_completion", "schema_spec", "tools_spec"]
@@ -42,6 +43,7 @@ class GenRequest:
     tools: list[Tool] = field(default_factory=list)
     tool_mode: str = "none"
     slots: dict[str, list[str]] | None = None  # corral extension: values of x-corral-slot fields
+    trace: TraceRequest | None = None  # logprobs / top_logprobs, and the corral_trace extension
 
 
 def _slots(body: dict[str, Any]) -> dict[str, list[str]] | None:
@@ -92,8 +94,6 @@ def _common(body: dict[str, Any], max_n: int) -> tuple[SamplingParams, int, int 
         raise _bad(
             "stop sequences are not supported: constrain the output instead", "stop", "unsupported_parameter"
         )
-    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") not in (None, 0):
-        raise _bad("logprobs are not supported", "logprobs", "unsupported_parameter")
     if body.get("logit_bias"):
         raise _bad("logit_bias is not supported", "logit_bias", "unsupported_parameter")
     temperature = _number(body, "temperature", 1.0, 0.0, 2.0)
@@ -307,6 +307,7 @@ def parse_chat(
         tools,
         mode,
         _slots(body),
+        parse_trace(body, "chat"),
     )
 
 
@@ -351,7 +352,17 @@ def parse_completion(
         except (TypeError, ValueError) as e:
             raise _bad(str(e), "thinking") from None
     return GenRequest(
-        "completions", model, prompts, n, max_tokens, params, stream, include_usage, spec, slots=_slots(body)
+        "completions",
+        model,
+        prompts,
+        n,
+        max_tokens,
+        params,
+        stream,
+        include_usage,
+        spec,
+        slots=_slots(body),
+        trace=parse_trace(body, "completions"),
     )
 
 

@@ -31,6 +31,7 @@ from corral.backends.base import Backend
 from corral.compile import Constraint
 from corral.generation.decode import DecodeEngine, Row
 from corral.runtime.sampling import SamplingParams, make_generator
+from corral.runtime.trace import StepTrace
 from corral.server.metrics import ServerMetrics
 
 __all__ = ["Job", "Scheduler"]
@@ -61,6 +62,7 @@ class Job:
     #: The request's :class:`~corral.server.observe.RequestObserver` (trace, quality metrics).
     obs: Any = None
     t_submitted: float | None = None
+    trace: int | None = None  # keep a StepTrace per row with this many alternatives (logprobs)
 
     def post(self, kind: str, row: int, payload: Any) -> None:
         """Hand an event to the request's event loop (from any thread)."""
@@ -201,6 +203,7 @@ class Scheduler:
                     on_finish=self._finish_cb(job, i),
                     tag=job,
                     think=job.constraint.think if job.constraint is not None else None,
+                    trace=None if job.trace is None else StepTrace(top_k=job.trace),
                 )
             except Exception as e:  # checked by the HTTP side first; a safety net
                 for r in job.rows:
