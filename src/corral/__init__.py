@@ -22,6 +22,7 @@ from corral.engine import (
     fill_next_token_bitmasks,
 )
 from corral.errors import (
+    ArtifactError,
     BudgetError,
     CompileError,
     CorralError,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "ArtifactError",
     "BudgetError",
     "Classification",
     "classify",
