@@ -41,6 +41,15 @@ item ::= "ab" | "abc" [xyz]* | "(" root ")")G",
     R"G(root ::= "id=" ${id} ";" ${name:json})G",
 };
 
+// The shortest completion, or the error that says there is none made of bytes.
+std::string completion(Matcher& m) {
+  try {
+    return m.shortest_completion();
+  } catch (const LimitExceeded& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
 // Masks of two matchers agree at every step of a seeded random walk (the walk follows a);
 // a's moves are checked to be accepted by b too.
 void same_walks(const std::shared_ptr<const CompiledGrammar>& a, const std::shared_ptr<const CompiledGrammar>& b,
@@ -51,7 +60,7 @@ void same_walks(const std::shared_ptr<const CompiledGrammar>& a, const std::shar
     const std::vector<std::int32_t> al = corral_test::allowed(ma), bl = corral_test::allowed(mb);
     EXPECT(al == bl);
     EXPECT_EQ(ma.is_accepting(), mb.is_accepting());
-    EXPECT(ma.shortest_completion() == mb.shortest_completion());
+    EXPECT(completion(ma) == completion(mb));
     EXPECT(ma.forced_bytes() == mb.forced_bytes());
     if (al.empty() || ma.is_terminated()) break;
     const std::int32_t t = al[rng() % al.size()];
