@@ -29,15 +29,17 @@
 //   DFA              varint states S; if S > 0: varint start (< S), u8 classes - 1 (C), 256
 //                    bytes mapping each byte to its class (classes numbered in order of their
 //                    smallest byte, all C used), ceil(S/8) bytes of accepting bits (unused bits
-//                    zero), S*C varints: target state + 1 (0 = dead, else <= S).
+//                    zero), S varints: each state's distance to acceptance in bytes (verified,
+//                    not trusted), S*C varints: target state + 1 (0 = dead, else <= S).
 //   nothing follows the last terminal.
 //
 // Checks, in order, each with its own ArtifactError reason: magic (bad_magic), format version
 // (unsupported_version), total length and checksum (corrupt), engine version (engine_version),
 // vocabulary fingerprint (wrong_vocabulary), then the body field by field (corrupt, naming the
-// field and its byte offset). Derived data is never read from the bytes: the DFAs' class
-// representatives, distances to acceptance and shortest-path bytes are recomputed (refusing a
-// state that cannot reach acceptance), and so are the grammar's tables (Grammar::finalize).
+// field and its byte offset). Derived data is recomputed or verified, never trusted: the DFAs'
+// class representatives and shortest-path bytes are recomputed, their distances to acceptance
+// are checked against the transitions (which also refuses a state that cannot reach
+// acceptance), and the grammar's tables are rebuilt by Grammar::finalize.
 // Allocation is bounded by the input: a count is accepted only if the bytes that remain could
 // hold that many items of at least one byte each.
 #include "artifact.hpp"
@@ -165,13 +167,13 @@ struct DfaCodec {
       for (std::uint32_t k = 0; k < 8 && s + k < n; ++k) bits |= static_cast<std::uint8_t>((d.accepting_[s + k] ? 1 : 0) << k);
       w.u8(bits);
     }
+    for (std::uint32_t dist : d.dist_) w.varint(dist);
     for (std::int32_t t : d.table_) w.varint(static_cast<std::uint64_t>(t + 1));
   }
 
   static Dfa read(Reader& r, std::size_t terminal, const Limits& limits, std::uint64_t& total_states) {
     Dfa d;
     d.class_rep_ = {0};
-    const std::size_t at = r.pos();
     const std::size_t n = r.count("DFA state count");
     if (n == 0) return d;  // the empty language
     if (n > limits.max_dfa_states)
@@ -206,76 +208,79 @@ struct DfaCodec {
     for (std::size_t s = 0; s < n; ++s) d.accepting_[s] = (static_cast<unsigned char>(acc[s / 8]) >> (s % 8)) & 1;
     if (n % 8 != 0 && (static_cast<unsigned char>(acc[n / 8]) >> (n % 8)) != 0)
       throw corrupt("unused accepting bits set", acc_at + n / 8);
+    // Distances to acceptance: stored, then verified row by row below (cheaper than the reverse
+    // breadth-first search that built them, and exactly as strict: see verify_row).
+    if (n > r.remaining()) throw corrupt("DFA distances truncated", r.pos());
+    d.dist_.resize(n);
+    for (std::size_t s = 0; s < n; ++s) {
+      const std::size_t dat = r.pos();
+      d.dist_[s] = static_cast<std::uint32_t>(r.below(n, "DFA distance to acceptance"));
+      if ((d.dist_[s] == 0) != (d.accepting_[s] != 0)) throw corrupt("DFA distance of state " + std::to_string(s) + " contradicts its acceptance", dat);
+    }
     if (n * nc > r.remaining()) throw corrupt("DFA transition table truncated", r.pos());
     d.table_.resize(n * nc);
-    for (std::size_t i = 0; i < n * nc; ++i)
-      d.table_[i] = static_cast<std::int32_t>(r.below(std::uint64_t{n} + 1, "DFA transition target")) - 1;
-    rebuild_paths(d, terminal, at);
+    d.toward_.assign(n, 0);
+    for (std::size_t s = 0; s < n; ++s) {
+      const std::size_t row_at = r.pos();
+      std::int32_t* row = d.table_.data() + s * nc;
+      for (std::size_t c = 0; c < nc; ++c)
+        row[c] = static_cast<std::int32_t>(r.below(std::uint64_t{n} + 1, "DFA transition target")) - 1;
+      verify_row(d, s, terminal, row_at);
+    }
     return d;
   }
 
-  // dist_ by BFS over reversed transitions from the accepting states; toward_ is the smallest
-  // byte leading to a state one step closer (the class representatives are in byte order),
-  // exactly what DfaBuilder computes. A state that cannot reach acceptance breaks the
-  // "every state is live" invariant the matcher relies on, so it is refused.
-  static void rebuild_paths(Dfa& d, std::size_t terminal, std::size_t at) {
-    const std::size_t n = d.accepting_.size(), nc = d.num_classes_;
-    std::vector<std::uint32_t> rstart(n + 1, 0), radj;
-    for (std::int32_t t : d.table_)
-      if (t >= 0) ++rstart[static_cast<std::size_t>(t) + 1];
-    for (std::size_t i = 0; i < n; ++i) rstart[i + 1] += rstart[i];
-    radj.resize(rstart[n]);
-    {
-      std::vector<std::uint32_t> fill(rstart.begin(), rstart.end() - 1);
-      for (std::size_t s = 0; s < n; ++s)
-        for (std::size_t c = 0; c < nc; ++c) {
-          const std::int32_t t = d.table_[s * nc + c];
-          if (t >= 0) radj[fill[static_cast<std::size_t>(t)]++] = static_cast<std::uint32_t>(s);
-        }
+  // A state's stored distance must be 0 exactly when it accepts and otherwise 1 + the smallest
+  // distance among its successors. Finite values satisfying these equations are the true
+  // shortest distances (induction on the value gives a path of that length; induction on the
+  // true distance bounds the value), so every state is live — the invariant the matcher relies
+  // on. toward_ is the smallest byte to a successor one step closer (class representatives are
+  // in byte order), exactly what DfaBuilder computes.
+  static void verify_row(Dfa& d, std::size_t s, std::size_t terminal, std::size_t at) {
+    const std::size_t nc = d.num_classes_;
+    const std::int32_t* row = d.table_.data() + s * nc;
+    std::uint32_t best = 0xFFFFFFFFu;
+    std::uint8_t toward = 0;
+    for (std::size_t c = 0; c < nc; ++c) {
+      if (row[c] < 0) continue;
+      const std::uint32_t dt = d.dist_[static_cast<std::size_t>(row[c])];
+      if (dt < best) best = dt, toward = d.class_rep_[c];
     }
-    constexpr std::uint32_t kInf = 0xFFFFFFFFu;
-    d.dist_.assign(n, kInf);
-    std::vector<std::uint32_t> queue;
-    queue.reserve(n);
-    for (std::size_t s = 0; s < n; ++s)
-      if (d.accepting_[s]) d.dist_[s] = 0, queue.push_back(static_cast<std::uint32_t>(s));
-    for (std::size_t qi = 0; qi < queue.size(); ++qi) {
-      const std::uint32_t t = queue[qi];
-      for (std::uint32_t j = rstart[t]; j < rstart[t + 1]; ++j) {
-        const std::uint32_t p = radj[j];
-        if (d.dist_[p] == kInf) d.dist_[p] = d.dist_[t] + 1, queue.push_back(p);
-      }
-    }
-    d.toward_.assign(n, 0);
-    for (std::size_t s = 0; s < n; ++s) {
-      if (d.dist_[s] == kInf)
-        throw corrupt("state " + std::to_string(s) + " of terminal " + std::to_string(terminal) +
-                          "'s automaton cannot reach an accepting state",
-                      at);
-      if (d.dist_[s] == 0) continue;
-      for (std::size_t c = 0; c < nc; ++c) {
-        const std::int32_t t = d.table_[s * nc + c];
-        if (t >= 0 && d.dist_[static_cast<std::size_t>(t)] + 1 == d.dist_[s]) {
-          d.toward_[s] = d.class_rep_[c];
-          break;
-        }
-      }
-    }
+    const std::uint32_t ds = d.dist_[s];
+    if (ds == 0) return;
+    if (best == 0xFFFFFFFFu || best + 1 != ds)
+      throw corrupt("state " + std::to_string(s) + " of terminal " + std::to_string(terminal) +
+                        "'s automaton has an inconsistent distance to acceptance (or cannot reach one)",
+                    at);
+    d.toward_[s] = toward;
   }
 };
 
 std::uint32_t artifact_crc32(std::string_view data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
+  // Slicing-by-8: table k maps a byte to its CRC contribution k bytes further on, so eight
+  // bytes cost eight lookups and no per-bit work.
+  using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
+  static const Tables t = [] {
+    Tables x{};
     for (std::uint32_t i = 0; i < 256; ++i) {
       std::uint32_t c = i;
       for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
+      x[0][i] = c;
     }
-    return t;
+    for (std::size_t k = 1; k < 8; ++k)
+      for (std::uint32_t i = 0; i < 256; ++i) x[k][i] = (x[k - 1][i] >> 8) ^ x[0][x[k - 1][i] & 0xFF];
+    return x;
   }();
+  auto byte = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(data[i])); };
   std::uint32_t c = 0xFFFFFFFFu;
-  for (char ch : data) c = table[(c ^ static_cast<unsigned char>(ch)) & 0xFF] ^ (c >> 8);
+  std::size_t i = 0;
+  for (; i + 8 <= data.size(); i += 8) {
+    const std::uint32_t lo = c ^ (byte(i) | byte(i + 1) << 8 | byte(i + 2) << 16 | byte(i + 3) << 24);
+    const std::uint32_t hi = byte(i + 4) | byte(i + 5) << 8 | byte(i + 6) << 16 | byte(i + 7) << 24;
+    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^ t[3][hi & 0xFF] ^
+        t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+  }
+  for (; i < data.size(); ++i) c = t[0][(c ^ byte(i)) & 0xFF] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
 }
 

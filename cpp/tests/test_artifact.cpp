@@ -196,4 +196,15 @@ TEST(artifact_bit_flips_never_crash) {
 TEST(artifact_crc32_is_zlibs) {
   EXPECT_EQ(artifact_crc32("123456789"), 0xCBF43926u);  // the CRC-32/IEEE check value
   EXPECT_EQ(artifact_crc32(""), 0u);
+  // Every length of the 8-byte loop and its tail agrees with the bitwise CRC.
+  std::string data;
+  for (int i = 0; i < 300; ++i) data.push_back(static_cast<char>(i * 37 + 11));
+  for (std::size_t n = 0; n < data.size(); n += 7) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < n; ++i) {
+      c ^= static_cast<unsigned char>(data[i]);
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    }
+    EXPECT_EQ(artifact_crc32(std::string_view(data).substr(0, n)), c ^ 0xFFFFFFFFu);
+  }
 }
