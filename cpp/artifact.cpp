@@ -461,6 +461,27 @@ std::shared_ptr<const CompiledGrammar> load_artifact(std::string_view data, std:
   for (std::size_t i = 0; i < terms; ++i) g.terminals.push_back(read_terminal(r, i, *vocab, limits, total_states));
   if (!r.done()) throw corrupt(std::to_string(r.remaining()) + " unexpected bytes after the last terminal", r.pos());
 
+  // Grammar::finalize's fixpoints take up to one pass over every production per nonterminal
+  // that has productions (a chain stored in the wrong order needs all of them), so hostile
+  // bytes could make it quadratic. Bound that worst case by max_productions, which a trusted
+  // caller can raise: the default allows 2e9 symbol visits (seconds; the largest jsonschemabench
+  // grammar needs about 4.5e8 by this bound and far fewer in fact), against the hours an
+  // artifact of 100,000 productions in the worst order would take.
+  {
+    std::vector<std::uint8_t> has_prods(names, 0);
+    std::uint64_t symbols = 0, lhs_count = 0;
+    for (const Production& p : g.productions) {
+      symbols += p.rhs.size() + 1;
+      if (!has_prods[static_cast<std::size_t>(p.lhs)]) has_prods[static_cast<std::size_t>(p.lhs)] = 1, ++lhs_count;
+    }
+    constexpr std::uint64_t kWorkPerProduction = 20000;
+    const std::uint64_t work = (lhs_count + 1) * symbols;
+    if (work > std::uint64_t{limits.max_productions} * kWorkPerProduction)
+      throw LimitExceeded("max_productions", (work + kWorkPerProduction - 1) / kWorkPerProduction, limits.max_productions,
+                          "rebuilding the artifact grammar's tables could take " + std::to_string(work) +
+                              " steps (nonterminals x symbols; " + std::to_string(kWorkPerProduction) +
+                              " per allowed production)");
+  }
   try {
     g.finalize();
   } catch (const CompileError& e) {

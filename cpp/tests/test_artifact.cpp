@@ -193,6 +193,27 @@ TEST(artifact_bit_flips_never_crash) {
   (void)resealed_loaded;  // some resealed mutations are valid grammars (a changed name, a flag)
 }
 
+TEST(artifact_refuses_costly_table_rebuilds) {
+  // Grammar::finalize may need one pass over all productions per nonterminal: the loader bounds
+  // (nonterminals x symbols) by max_productions. 200 rules of 243 symbols each (r0 keeps them
+  // apart, so nothing merges): about 202 x 49,000 = 9.9e6 > 410 x 20,000.
+  auto v = art_vocab();
+  std::string text = "root ::= r0\nr0 ::= \"x\" | \"(\" r1 \")\"\n";
+  const int n = 200;
+  for (int i = 1; i <= n; ++i) {
+    text += "r" + std::to_string(i) + " ::= \"ab\" | " + (i < n ? "r" + std::to_string(i + 1) : std::string("\"y\""));
+    for (int k = 0; k < 120; ++k) text += " r0 \",\"";
+    text += "\n";
+  }
+  Limits patient;  // a sanitizer build on a busy machine compiles slowly; the load is the test
+  patient.max_compile_ms = 600000;
+  const std::string bytes = to_artifact(*compile_grammar(text, "root", v, patient));
+  EXPECT(load_artifact(bytes, v) != nullptr);
+  Limits small;
+  small.max_productions = 410;  // the ~403 productions themselves pass
+  EXPECT_THROWS(load_artifact(bytes, v, &small), LimitExceeded);
+}
+
 TEST(artifact_crc32_is_zlibs) {
   EXPECT_EQ(artifact_crc32("123456789"), 0xCBF43926u);  // the CRC-32/IEEE check value
   EXPECT_EQ(artifact_crc32(""), 0u);
