@@ -76,6 +76,7 @@ class Dfa {
   std::vector<std::uint32_t> dist_;       // per state: bytes to nearest accept
   std::vector<std::uint8_t> toward_;      // per state: first byte on a shortest path
   friend class DfaBuilder;
+  friend struct DfaCodec;  // artifact.cpp: writes the table, rebuilds the derived arrays on load
 };
 
 }  // namespace corral

@@ -113,6 +113,26 @@ class SlotError : public Error {
   std::string slot_;
 };
 
+/// A compiled-grammar artifact (artifact.hpp) that cannot be loaded. `reason()` says which check
+/// refused it, each with its own message: the bytes are not an artifact (bad_magic), are in a
+/// format version this engine does not read (unsupported_version), were written by another
+/// engine version (engine_version), were compiled for another vocabulary (wrong_vocabulary), or
+/// are truncated, damaged or malformed (corrupt; the message names the field and byte offset).
+class ArtifactError : public Error {
+ public:
+  using Parent = Error;
+  static constexpr const char* kName = "ArtifactError";
+  static constexpr const char* kCode = "artifact_error";
+  const char* code() const noexcept override { return kCode; }
+
+  ArtifactError(const std::string& reason, const std::string& what) : Error(what), reason_(reason) {}
+  /// bad_magic, unsupported_version, engine_version, wrong_vocabulary or corrupt.
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
 /// A broken internal invariant: a bug in corral.
 class InternalError : public Error {
  public:
@@ -149,6 +169,7 @@ inline constexpr ErrorType kErrorTypes[] = {
     detail::error_type<Error>(),          detail::error_type<CompileError>(),
     detail::error_type<LimitExceeded>(),  detail::error_type<TokenizerError>(),
     detail::error_type<SlotError>(),      detail::error_type<InternalError>(),
+    detail::error_type<ArtifactError>(),
 };
 
 }  // namespace corral

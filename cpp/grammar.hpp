@@ -110,6 +110,11 @@ struct Terminal {
   SlotRef slot;
 };
 
+/// A terminal as grammar text: `/regex/` (printed from its tree) for a regex terminal, the text
+/// as written for a token or slot, and `text` for a regex terminal loaded from an artifact (which
+/// keeps the printed form, not the tree).
+std::string terminal_text(const Terminal& t);
+
 class Grammar {
  public:
   std::vector<std::string> names;          // per nonterminal

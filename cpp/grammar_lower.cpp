@@ -787,7 +787,7 @@ std::string Grammar::to_string() const {
         sep = true;
         if (s.is_terminal()) {
           const Terminal& t = terminals[static_cast<std::size_t>(s.index())];
-          out += t.is_token || t.is_slot ? t.text : print_terminal(t.regex);
+          out += terminal_text(t);
         }
         else out += names[static_cast<std::size_t>(s.index())];
       }
@@ -795,6 +795,10 @@ std::string Grammar::to_string() const {
     out += "\n";
   }
   return out;
+}
+
+std::string terminal_text(const Terminal& t) {
+  return t.is_token || t.is_slot || !t.regex ? t.text : print_terminal(t.regex);
 }
 
 Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget) {

@@ -6,6 +6,41 @@
 #include "errors.hpp"
 
 namespace corral {
+namespace {
+
+// Two independent 64-bit multiply-rotate lanes over the little-endian encoding of the
+// vocabulary, each finished with the splitmix64 avalanche.
+class Fingerprint {
+ public:
+  void add(std::uint64_t x) {
+    a_ = rotl((a_ ^ x) * 0x9E3779B97F4A7C15ull, 29);
+    b_ = rotl((b_ ^ x) * 0xC2B2AE3D27D4EB4Full, 31) + 0x165667B19E3779F9ull;
+  }
+  void add_bytes(const std::string& s) {
+    add(s.size());
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      std::uint64_t w = 0;
+      for (int k = 0; k < 8; ++k) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[i + k])) << (8 * k);
+      add(w);
+    }
+    std::uint64_t w = 0;
+    for (int k = 0; i < s.size(); ++i, ++k) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[i])) << (8 * k);
+    add(w);
+  }
+  std::array<std::uint64_t, 2> finish() const { return {mix(a_), mix(b_ ^ a_)}; }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+  static std::uint64_t mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t a_ = 0x636F7272616C2E76ull, b_ = 0x6F636162756C6172ull;  // "corral.v", "ocabular"
+};
+
+}  // namespace
 
 TokenTrie TokenTrie::build(std::vector<std::pair<std::string_view, std::int32_t>> entries) {
   entries.erase(std::remove_if(entries.begin(), entries.end(),
@@ -85,6 +120,20 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, const std::vector<std::i
   for (std::int32_t id : eos_) {
     if (id < 0 || id >= n)
       throw TokenizerError("EOS token id " + std::to_string(id) + " is outside the vocabulary");
+  }
+  {
+    Fingerprint fp;
+    fp.add(width_);
+    fp.add(tokens_.size());
+    for (std::size_t i = 0; i < tokens_.size(); ++i) {
+      fp.add_bytes(tokens_[i]);
+      fp.add(special_[i]);
+    }
+    std::vector<std::int32_t> eos_sorted(eos_);
+    std::sort(eos_sorted.begin(), eos_sorted.end());
+    fp.add(eos_sorted.size());
+    for (std::int32_t id : eos_sorted) fp.add(static_cast<std::uint32_t>(id));
+    fingerprint_ = fp.finish();
   }
   std::vector<std::pair<std::string_view, std::int32_t>> entries;
   entries.reserve(tokens_.size());

@@ -12,6 +12,7 @@
 // (compiled_grammar.hpp); only the few longer tokens are walked per state.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,10 @@ class Vocabulary {
   const std::vector<std::string>& tokens() const { return tokens_; }
   const std::vector<std::uint8_t>& special_flags() const { return special_; }
   const TokenTrie& trie() const { return trie_; }
+  /// 128-bit content fingerprint of the bytes, special flags, EOS ids and width (computed once,
+  /// at construction): a compiled-grammar artifact records it to refuse loading against another
+  /// vocabulary. Not cryptographic: it tells vocabularies apart, it does not resist forgery.
+  const std::array<std::uint64_t, 2>& fingerprint() const { return fingerprint_; }
   /// Share depth D (see the header): at least 8, at most the longest token; the trie nodes
   /// with a token deeper than D below them are at most 1/16 of all nodes.
   std::uint32_t share_depth() const { return share_depth_; }
@@ -89,6 +94,7 @@ class Vocabulary {
   std::vector<std::uint8_t> special_;
   std::vector<std::int32_t> eos_;
   std::uint32_t width_;
+  std::array<std::uint64_t, 2> fingerprint_{};
   TokenTrie trie_;
   std::uint32_t share_depth_ = 0;
   TokenTrie long_trie_;

@@ -261,6 +261,7 @@ _SAMPLES: list[errors.CorralError] = [
     errors.InternalError("invariant failed"),
     errors.ToolError("tools[0]: duplicate name", "tools[0].function.name", None),
     errors.ToolError("bad parameters", "tools[1].function.parameters", "#/properties/x"),
+    errors.ArtifactError("not an artifact", "bad_magic"),
 ]
 
 
@@ -315,6 +316,7 @@ _HTTP: list[tuple[errors.CorralError, int, str]] = [
     (errors.ModelNotFoundError("x"), 404, "model_not_found"),
     (errors.InternalError("x"), 500, "internal_error"),
     (errors.ToolError("tools[1]: bad", "tools[1].function.parameters", "#/type"), 400, "invalid_tools"),
+    (errors.ArtifactError("corrupt artifact", "corrupt"), 400, "invalid_artifact"),
 ]
 
 

@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -11,11 +12,13 @@
 
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
 #include "batch.hpp"
 #include "compile.hpp"
+#include "artifact.hpp"
 #include "automaton_memo.hpp"
 #include "compile_times.hpp"
 #include "json_string.hpp"
@@ -116,6 +119,11 @@ const Twin kTwins[] = {
      [](const Error& err) {
        const auto& e = static_cast<const SlotError&>(err);
        return nb::make_tuple(text(e.what()), text(e.slot()));
+     }},
+    {ArtifactError::kCode,
+     [](const Error& err) {
+       const auto& e = static_cast<const ArtifactError&>(err);
+       return nb::make_tuple(text(e.what()), e.reason());
      }},
 };
 
@@ -223,6 +231,30 @@ NB_MODULE(_core, m) {
                    "Is this a binding of a skeleton's slots?")
       .def_prop_ro("grammar_text", [](const CompiledGrammar& g) { return g.grammar().to_string(); })
       .def_prop_ro("num_terminals", [](const CompiledGrammar& g) { return g.grammar().terminals.size(); })
+      .def("to_bytes",
+           [](const CompiledGrammar& g) {
+             std::string out;
+             {
+               nb::gil_scoped_release release;
+               out = to_artifact(g);
+             }
+             return nb::bytes(out.data(), out.size());
+           },
+           "The grammar's immutable parts as artifact bytes (artifact.hpp). Raises SlotError for a "
+           "binding.")
+      .def_static("from_bytes",
+                  [](nb::bytes data, std::shared_ptr<const Vocabulary> vocab, std::optional<nb::dict> limits) {
+                    std::optional<Limits> l;
+                    if (limits) l = limits_from(*limits);
+                    std::string_view view(data.c_str(), data.size());
+                    nb::gil_scoped_release release;
+                    return load_artifact(view, std::move(vocab), l ? &*l : nullptr);
+                  },
+                  "data"_a, "vocab"_a, "limits"_a = nb::none(),
+                  "Rebuild a compiled grammar from artifact bytes for `vocab` (no parsing, lowering "
+                  "or automaton construction). `limits` replaces the stored ones. Raises "
+                  "ArtifactError (reason: bad_magic, unsupported_version, engine_version, "
+                  "wrong_vocabulary, corrupt) or LimitExceeded.")
       .def("cache_stats", [](const CompiledGrammar& g) {
         nb::dict d;
         d["entries"] = g.cache_entries();
@@ -259,6 +291,14 @@ NB_MODULE(_core, m) {
           return compile_json(std::move(vocab), l);
         },
         "vocab"_a, "limits"_a);
+  m.def("artifact_versions",
+        []() {
+          nb::dict d;
+          d["format_version"] = kArtifactFormatVersion;
+          d["engine_version"] = std::string(kEngineVersion);
+          return d;
+        },
+        "The artifact format version this engine writes and reads, and its engine version.");
   m.def("json_grammar_text", []() { return std::string(json_grammar_text()); });
   m.def("probe_expression",
         [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits) {

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the names below, for type checkers and the API reference (r
         fill_next_token_bitmasks,
     )
     from corral.errors import (
+        ArtifactError,
         BudgetError,
         CompileError,
         CorralError,
@@ -72,6 +73,7 @@ _LAZY: dict[str, str] = {
     "compile_json": "corral.engine",
     "compile_regex": "corral.engine",
     "fill_next_token_bitmasks": "corral.engine",
+    "ArtifactError": "corral.errors",
     "BudgetError": "corral.errors",
     "CompileError": "corral.errors",
     "CorralError": "corral.errors",
@@ -105,6 +107,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "ArtifactError",
     "BudgetError",
     "Classification",
     "classify",

@@ -108,6 +108,17 @@ class CompiledGrammar:
     @property
     def num_terminals(self) -> int: ...
 
+    def to_bytes(self) -> bytes:
+        """
+        The grammar's immutable parts as artifact bytes (artifact.hpp). Raises SlotError for a binding.
+        """
+
+    @staticmethod
+    def from_bytes(data: bytes, vocab: Vocabulary, limits: dict | None = None) -> CompiledGrammar:
+        """
+        Rebuild a compiled grammar from artifact bytes for `vocab` (no parsing, lowering or automaton construction). `limits` replaces the stored ones. Raises ArtifactError (reason: bad_magic, unsupported_version, engine_version, wrong_vocabulary, corrupt) or LimitExceeded.
+        """
+
     def cache_stats(self) -> dict: ...
 
 def compile_regex(pattern: str, vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
@@ -115,6 +126,11 @@ def compile_regex(pattern: str, vocab: Vocabulary, limits: dict) -> CompiledGram
 def compile_grammar(text: str, start: str, vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
 
 def compile_json(vocab: Vocabulary, limits: dict) -> CompiledGrammar: ...
+
+def artifact_versions() -> dict:
+    """
+    The artifact format version this engine writes and reads, and its engine version.
+    """
 
 def json_grammar_text() -> str: ...
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 from corral import _core
 
 __all__ = [
+    "CompiledGrammar",
     "Matcher",
     "Vocabulary",
+    "artifact_versions",
     "automaton_memo_stats",
     "check_regex",
     "clear_engine_caches",
@@ -31,6 +33,11 @@ __all__ = [
 
 #: A vocabulary as byte strings plus special/EOS ids and width (shared by every grammar on it).
 Vocabulary = _core.Vocabulary
+#: The native compiled grammar; ``CompiledGrammar.from_bytes(data, vocabulary, limits=None)``
+#: rebuilds one from artifact bytes (``to_bytes()``) without compiling.
+CompiledGrammar = _core.CompiledGrammar
+#: () -> {"format_version": int, "engine_version": str} of the artifacts this engine reads.
+artifact_versions = _core.artifact_versions
 #: Per-sequence matcher state.
 Matcher = _core.Matcher
 #: (pattern, vocabulary, limits) -> native compiled grammar.

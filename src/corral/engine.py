@@ -153,6 +153,36 @@ class CompiledGrammar:
         out.skeleton = self
         return out
 
+    def to_bytes(self) -> bytes:
+        """The compiled grammar's immutable parts as engine artifact bytes: the lowered grammar,
+        its automata, the limits and the vocabulary's fingerprint, versioned and checksummed
+        (format: ``cpp/artifact.cpp``). :meth:`from_bytes` loads them without compiling. The
+        mask cache is not included. Raises :class:`SlotError` for a binding (serialise its
+        :attr:`skeleton` and bind after loading)."""
+        return bytes(self._native.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, tokenizer: Tokenizer, **limits: int) -> CompiledGrammar:
+        """Rebuild a compiled grammar from :meth:`to_bytes` output for ``tokenizer``, without
+        parsing, lowering or building automata; it matches exactly like the grammar that
+        wrote the bytes. ``limits`` (see :data:`DEFAULT_LIMITS`), when given, replace the
+        artifact's stored limits entirely (unnamed ones take their defaults): pass them for
+        bytes from an untrusted source, as the loader then checks the automata against them.
+
+        Raises
+        ------
+        ArtifactError
+            With ``reason`` ``bad_magic``, ``unsupported_version``, ``engine_version``,
+            ``wrong_vocabulary`` (compiled for another tokenizer) or ``corrupt``.
+        LimitExceeded
+            The artifact's automata or productions exceed the limits.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        override = {**DEFAULT_LIMITS, **_limits(limits)} if limits else None
+        native = _core.CompiledGrammar.from_bytes(bytes(data), _vocab(tokenizer), override)
+        return CompiledGrammar(native, tokenizer, "artifact")
+
     @property
     def grammar_text(self) -> str:
         """The lowered grammar in canonical text form (terminals as ``/regex/``)."""

@@ -21,6 +21,7 @@ class                       parent               code
 :class:`ModelNotFoundError` ModelError (and ``FileNotFoundError``)  ``model_not_found``
 :class:`InternalError`      CorralError          ``internal_error``
 :class:`ToolError`          CorralError          ``tool_error``
+:class:`ArtifactError`      CorralError          ``artifact_error``
 ==========================  ===================  ==========================
 
 Invariants
@@ -40,6 +41,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "ArtifactError",
     "BudgetError",
     "CompileError",
     "CorralError",
@@ -303,6 +305,31 @@ class ToolError(CorralError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message, self.param, self.pointer))
+
+
+class ArtifactError(CorralError):
+    """Compiled-grammar artifact bytes that cannot be loaded.
+
+    Attributes
+    ----------
+    message : str
+    reason : str
+        Which check refused the bytes: ``bad_magic`` (not an artifact), ``unsupported_version``
+        (a format version this engine does not read), ``engine_version`` (made by another
+        engine version: recompile), ``wrong_vocabulary`` (compiled for another tokenizer) or
+        ``corrupt`` (truncated, damaged or malformed; the message names the field and byte
+        offset).
+    """
+
+    code: ClassVar[str] = "artifact_error"
+
+    def __init__(self, message: str, reason: str = "corrupt") -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.reason))
 
 
 def _classes() -> dict[str, type[CorralError]]:

@@ -90,6 +90,7 @@ STATUS_BY_CODE: dict[str, tuple[int, str]] = {
     "model_not_found": (404, "model_not_found"),
     "internal_error": (500, "internal_error"),
     "tool_error": (400, "invalid_tools"),
+    "artifact_error": (400, "invalid_artifact"),
 }
 
 
