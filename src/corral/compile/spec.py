@@ -183,17 +183,58 @@ class ConstraintSpec:
         mode: str = "required",
         options: Mapping[str, Any] | None = None,
         param: str = "tools",
+        *,
+        tool_format: str = "json",
+        parallel: bool = False,
+        answer: Any = None,
     ) -> ConstraintSpec:
         """One call of one of ``tools`` (``mode="required"``), or a call or plain text
         (``"auto"``). ``tools`` are :class:`Tool` records or anything
-        :func:`corral.grammar.tools.tools_from` takes."""
+        :func:`corral.grammar.tools.tools_from` takes. ``tool_format``: the call syntax (a
+        :data:`corral.grammar.tool_formats.FORMATS` name); ``parallel``: one or more calls;
+        ``answer``: under ``auto``, a JSON Schema the reply must match when it is not a call."""
+        from corral.grammar.tool_formats import get_format
+
         if mode not in ("required", "auto"):
             raise ValueError(f'tool mode must be "required" or "auto", got {mode!r}')
+        fmt = get_format(tool_format)
+        if not isinstance(parallel, bool):
+            raise TypeError(f"parallel tool calls must be true or false, got {parallel!r}")
         if isinstance(tools, Sequence) and tools and all(isinstance(t, Tool) for t in tools):
             parsed = list(tools)
         else:
             parsed = tools_from(tools, param)
-        return cls("tools", None, _options(options), tools=tuple(parsed), tool_mode=mode, param=param)
+        if answer is not None:
+            answer, _model = schema_of(answer)
+            if not isinstance(answer, (dict, bool)):
+                raise SchemaError("the answer of a tools constraint must be a JSON Schema", "#")
+            if mode != "auto":
+                raise ValueError('an answer schema next to tools needs tool_choice "auto"')
+        # The call syntax, as data; None for corral's original single plain-JSON call.
+        payload = (
+            None
+            if fmt.name == "json" and not parallel and answer is None
+            else {"format": fmt.name, "parallel": parallel, "answer": answer}
+        )
+        opts = {**fmt.options, **(options or {})}
+        return cls("tools", payload, _options(opts), tools=tuple(parsed), tool_mode=mode, param=param)
+
+    @property
+    def tool_format(self) -> str:
+        """The call syntax of a ``tools`` constraint ("" for other kinds)."""
+        if self.kind != "tools":
+            return ""
+        return str(self.payload["format"]) if self.payload else "json"
+
+    @property
+    def parallel(self) -> bool:
+        """Whether a ``tools`` constraint allows several calls in one reply."""
+        return bool(self.payload and self.payload["parallel"])
+
+    @property
+    def answer_schema(self) -> Any:
+        """A ``tools`` constraint's answer schema (``auto`` with a response format), else None."""
+        return self.payload["answer"] if self.kind == "tools" and self.payload else None
 
     @classmethod
     def structural_tag(
@@ -225,7 +266,9 @@ class ConstraintSpec:
 
     def content(self) -> list[Any]:
         """Everything that changes the compiled grammar, as plain data (order-preserving)."""
-        payload = [t.as_json() for t in self.tools] if self.kind == "tools" else self.payload
+        payload = self.payload
+        if self.kind == "tools":
+            payload = [t.as_json() for t in self.tools] + ([self.payload] if self.payload else [])
         if isinstance(payload, tuple):
             payload = list(payload)
         content = [
@@ -281,9 +324,9 @@ class ConstraintSpec:
         if self.kind == "json_object":
             return _ANY_OBJECT
         if self.kind == "tools":
-            from corral.grammar.tools import call_schema
+            from corral.grammar.tool_formats import call_schema_for, get_format
 
-            return call_schema(self.tools)
+            return call_schema_for(self.tools, get_format(self.tool_format))
         return None
 
     def describe(self) -> str:
