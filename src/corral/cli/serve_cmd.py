@@ -67,6 +67,12 @@ def add_parser(sub: Any) -> None:
         default=10.0,
         help="on SIGTERM: seconds to finish requests in flight before cancelling them (default 10)",
     )
+    p.add_argument(
+        "--tool-format",
+        default="auto",
+        choices=("auto", "json", "hermes", "llama3", "mistral"),
+        help="tool-call format (default auto: the one the chat template declares, else json)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
 
@@ -141,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         schema_options=schema_options,
         request_timeout=args.request_timeout,
         shutdown_timeout=args.shutdown_timeout,
+        tool_format=args.tool_format,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

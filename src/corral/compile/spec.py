@@ -354,10 +354,11 @@ def spec_from_args(
 
     ``args`` may hold one of ``json_schema`` (alias ``schema``), ``regex``, ``grammar``,
     ``choices``, ``json`` (true), ``json_object`` (true), ``tools`` (with optional
-    ``tool_choice``) or ``structural_tags`` (with optional ``triggers``), plus ``schema_options``,
-    ``limits`` and ``thinking`` (a think block before the answer; alone, the answer is free
-    text). Values that are None or False do not
-    count. ``where`` prefixes error messages (``"corral: "`` for vLLM).
+    ``tool_choice``, ``tool_format``, ``parallel_tool_calls``; with ``json_schema`` too under
+    ``tool_choice="auto"``: a call or an answer valid for the schema) or ``structural_tags``
+    (with optional ``triggers``), plus ``schema_options``, ``limits`` and ``thinking`` (a think
+    block before the answer; alone, the answer is free text). Values that are None or False do
+    not count. ``where`` prefixes error messages (``"corral: "`` for vLLM).
 
     Raises ValueError/TypeError for two constraints at once, options without a constraint they
     apply to, or values of the wrong type; :class:`corral.SchemaError` for schema text that is not
@@ -369,7 +370,15 @@ def spec_from_args(
         if name in norm and norm[name] is not None:
             raise ValueError(f"{where}{name} is given twice")
         norm[name] = v
-    extras = {"schema_options", "limits", "tool_choice", "thinking", "triggers"}
+    extras = {
+        "schema_options",
+        "limits",
+        "tool_choice",
+        "thinking",
+        "triggers",
+        "tool_format",
+        "parallel_tool_calls",
+    }
     unknown = sorted(set(norm) - set(_ARG_KINDS) - extras)
     if unknown:
         raise ValueError(
@@ -388,6 +397,13 @@ def spec_from_args(
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}{e}") from None
     given = [k for k in _ARG_KINDS if norm.get(k) is not None and norm.get(k) is not False]
+    answer = None
+    if "tools" in given and len(given) == 2 and given[0] in ("json_schema", "json_object"):
+        # tools with a schema under tool_choice "auto": a call, or an answer valid for the schema
+        answer = norm["json_schema"] if given[0] == "json_schema" else _ANY_OBJECT
+        if norm.get("tool_choice") not in (None, "auto"):
+            raise ValueError(f'{where}tools with {given[0]} need tool_choice "auto"')
+        given = ["tools"]
     if len(given) > 1:
         raise ValueError(f"{where}give one constraint, not {' and '.join(given)}")
     options = norm.get("schema_options") or {}
@@ -410,10 +426,16 @@ def spec_from_args(
     value = norm[kind]
     if norm.get("schema_options") and kind not in (*_JSON_KINDS, "structural_tags"):
         raise ValueError(f"{where}schema_options apply to json_schema, json and tools, not {kind}")
-    if norm.get("tool_choice") is not None and kind != "tools":
-        raise ValueError(f"{where}tool_choice given without tools")
+    for extra in ("tool_choice", "tool_format", "parallel_tool_calls"):
+        if norm.get(extra) is not None and kind != "tools":
+            raise ValueError(f"{where}{extra} given without tools")
+    tool_args = {
+        "tool_format": norm.get("tool_format") or "json",
+        "parallel": bool(norm.get("parallel_tool_calls") or False),
+        "answer": answer,
+    }
     try:
-        spec = _spec_of(kind, value, norm.get("tool_choice"), options)
+        spec = _spec_of(kind, value, norm.get("tool_choice"), options, tool_args)
         if thinking is not None:
             spec = spec.with_thinking(thinking)
     except (TypeError, ValueError) as e:
@@ -423,7 +445,13 @@ def spec_from_args(
     return spec
 
 
-def _spec_of(kind: str, value: Any, tool_choice: Any, options: Mapping[str, Any]) -> ConstraintSpec:
+def _spec_of(
+    kind: str,
+    value: Any,
+    tool_choice: Any,
+    options: Mapping[str, Any],
+    tool_args: Mapping[str, Any] | None = None,
+) -> ConstraintSpec:
     if kind == "json_schema":
         return ConstraintSpec.json_schema(value, options)
     if kind in ("json", "json_object"):
@@ -458,7 +486,7 @@ def _spec_of(kind: str, value: Any, tool_choice: Any, options: Mapping[str, Any]
         if not chosen:
             raise ValueError(f"tool_choice names {name!r}, which is not among the tools")
         spec_tools = chosen
-    return ConstraintSpec.tool_calls(spec_tools, mode, options)
+    return ConstraintSpec.tool_calls(spec_tools, mode, options, **(tool_args or {}))
 
 
 # ---------------------------------------------------------------------- helpers

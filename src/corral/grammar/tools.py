@@ -27,6 +27,7 @@ with ``jsonschema``'s meta-schema when the tool is built).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import re
@@ -126,6 +127,8 @@ def tools_from(raw: Any, param: str = "tools") -> list[Tool]:
 
 
 def _one_tool(t: Any, i: int, where: str) -> Tool:
+    if isinstance(t, Tool):  # already checked
+        return dataclasses.replace(t, index=i)
     if isinstance(t, dict):
         if "function" in t or "type" in t:
             if t.get("type", "function") != "function":

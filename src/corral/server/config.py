@@ -56,6 +56,10 @@ class ServerConfig:
         before they are cancelled and the process exits 0 (``--shutdown-timeout``).
     retry_after : int
         Seconds a 429 (server full) tells the client to wait (``Retry-After``).
+    tool_format : str
+        The tool-call format (``--tool-format``): ``"auto"`` (default: the one the model's chat
+        template declares, else ``"json"``) or a :data:`corral.grammar.tool_formats.FORMATS`
+        name; a request may name another (``tool_format``).
     """
 
     model_name: str = "model"
@@ -74,3 +78,4 @@ class ServerConfig:
     request_timeout: float = 600.0
     shutdown_timeout: float = 10.0
     retry_after: int = 1
+    tool_format: str = "auto"
