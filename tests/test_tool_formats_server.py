@@ -226,3 +226,63 @@ def test_qwen_json_by_name(qwen: Server) -> None:
         qwen, "What is 2 plus 3?", tool_choice="required", max_tokens=40, extra_body={"tool_format": "json"}
     )
     assert [n for n, _ in _valid(r.choices[0].message.tool_calls)] == ["add"]
+
+
+# ---------------------------------------------------------------------- the library
+
+
+def test_generate_returns_typed_calls_in_each_format() -> None:
+    """corral.generate(tools=[typed function, Pydantic model]): every call is a ToolCall of a
+    declared tool (a model tool's value is an instance; a function tool invokes)."""
+    pydantic = pytest.importorskip("pydantic")
+    import corral
+
+    try:
+        backend = corral.load_model("smollm2-135m", backend="llama.cpp", threads=1)
+    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
+        pytest.skip(str(e))
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    class Weather(pydantic.BaseModel):
+        """Get the weather for a city."""
+
+        city: str = pydantic.Field(max_length=20)
+
+    # Two formats here (every format's grammar is covered in test_tool_formats.py): calls in
+    # hermes with parallel calls on, then a named call in mistral.
+    r = corral.generate(
+        backend,
+        "What is 2 plus 3?",
+        tools=[add, Weather],
+        tool_choice="required",
+        tool_format="hermes",
+        parallel_tool_calls=True,
+        max_new_tokens=60,
+    )
+    assert r.valid and r.tool_calls and r.text.startswith("<tool_call>"), (r.text, r.error)
+    for call in r.tool_calls:
+        assert call.name in ("add", "Weather")
+        if call.name == "add":
+            assert call.invoke() == call.arguments["a"] + call.arguments["b"]
+        else:
+            assert isinstance(call.value, Weather)
+    one = corral.generate(
+        backend,
+        "Weather in Oslo?",
+        tools=[add, Weather],
+        tool_choice="Weather",
+        tool_format="mistral",
+        max_new_tokens=40,
+    )
+    assert one.text.startswith("[TOOL_CALLS]") and isinstance(one.value, corral.ToolCall)
+    assert one.tool_calls == [one.value] and isinstance(one.value.value, Weather)
+    answer = {
+        "type": "object",
+        "properties": {"word": {"type": "string", "maxLength": 10}},
+        "required": ["word"],
+    }
+    r = corral.generate(backend, "Say hi as JSON.", tools=[add], schema=answer, max_new_tokens=40)
+    assert r.valid and (r.tool_calls or (isinstance(r.value, dict) and "word" in r.value)), r.text

@@ -431,7 +431,7 @@ def spec_from_args(
             raise ValueError(f"{where}{extra} given without tools")
     tool_args = {
         "tool_format": norm.get("tool_format") or "json",
-        "parallel": bool(norm.get("parallel_tool_calls") or False),
+        "parallel": norm.get("parallel_tool_calls") or False,
         "answer": answer,
     }
     try:
