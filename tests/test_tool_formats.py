@@ -287,3 +287,63 @@ def test_bad_format_arguments_are_clear_errors() -> None:
         ConstraintSpec.tool_calls(TOOLS, "required", parallel="yes")  # type: ignore[arg-type]
     keys = {ConstraintSpec.tool_calls(TOOLS, "required", tool_format=f).key("t") for f in FMTS}
     assert len(keys) == len(FMTS)  # the format is part of the compile key
+
+
+def test_past_calls_are_rendered_as_the_template_expects() -> None:
+    """A template that renders tools gets structured calls (object arguments); any other gets
+    them written in the format."""
+    from corral.grammar.tool_formats import history
+
+    msgs = [
+        {"role": "user", "content": "2+3?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "5"},
+    ]
+    structured = history(msgs, get_format("hermes"), True)
+    assert structured[1]["tool_calls"][0]["function"] == {"name": "add", "arguments": {"a": 2, "b": 3}}
+    assert structured[1]["content"] == "" and structured[2] == msgs[2]
+    for fmt in FMTS:
+        flat = history(msgs, get_format(fmt), False)
+        assert "tool_calls" not in flat[1]
+        _, calls, err = parse_reply(flat[1]["content"], get_format(fmt))
+        assert err is None and [(c.name, c.arguments) for c in calls] == [("add", {"a": 2, "b": 3})]
+    with pytest.raises(ValueError, match=r"messages\[1\].tool_calls\[0\]"):
+        history(
+            [msgs[0], {**msgs[1], "tool_calls": [{"function": {"name": "add", "arguments": "{"}}]}],
+            get_format("json"),
+            False,
+        )
+
+
+def test_chat_requests_pick_the_template_format() -> None:
+    """parse_chat: a template that declares hermes renders the tools itself (no corral note
+    about the format); forced json on it gets corral's note; parallel_tool_calls and auto +
+    response_format reach the spec."""
+    pytest.importorskip("starlette")
+    from corral.server.protocol import parse_chat
+
+    tools = [{"type": "function", "function": {"name": "add", "parameters": ADD}}]
+    body = {"model": "m", "messages": [{"role": "user", "content": "2+3?"}], "tools": tools}
+    req = parse_chat(body, "m", set(), {}, 1, tool_formats=("hermes", "hermes"))
+    assert req.spec is not None and req.spec.tool_format == "hermes" and req.spec.parallel
+    assert req.template_tools == [{"type": "function", "function": req.tools[0].as_json()}]
+    assert req.prompts[0] == body["messages"]  # auto: the template says it all
+    req = parse_chat(
+        {**body, "tool_format": "json", "parallel_tool_calls": False},
+        "m",
+        set(),
+        {},
+        1,
+        tool_formats=("hermes", "hermes"),
+    )
+    assert req.spec is not None and req.spec.tool_format == "json" and not req.spec.parallel
+    assert req.template_tools is None and "JSON object" in req.prompts[0][0]["content"]
+    fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": WEATHER}}
+    req = parse_chat({**body, "response_format": fmt}, "m", set(), {}, 1)
+    assert req.spec is not None and req.spec.answer_schema == WEATHER and req.spec.tool_mode == "auto"
+    req = parse_chat({**body, "chat_template_kwargs": {"enable_thinking": False, "x": 1}}, "m", set(), {}, 1)
+    assert req.template_kwargs == {"enable_thinking": False, "x": 1}

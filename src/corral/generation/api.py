@@ -26,7 +26,7 @@ from corral.engine import CompiledGrammar
 from corral.errors import BudgetError
 from corral.generation.decode import RowOutput, TextCallback, check_context, decode
 from corral.generation.scoring import answer_ids, score_continuations
-from corral.grammar.tool_formats import detect_format, get_format
+from corral.grammar.tool_formats import detect_format, get_format, history
 from corral.grammar.tools import ToolCall, choice_note, tools_prompt
 from corral.runtime.sampling import SamplingParams
 
@@ -261,6 +261,11 @@ def generate(
                 note = choice_note(constraint.tool_mode, named)
             else:
                 note = tools_prompt(constraint.tools, constraint.tool_mode, named, fmt, parallel_tool_calls)
+            # Past calls in message prompts: as the template renders them, or written in fmt.
+            prompts = [
+                p if isinstance(p, str) else history(p, get_format(fmt or "json"), structured)
+                for p in prompts
+            ]
             if note:
                 prompts = [_with_system_note(p, note, chat) for p in prompts]
     elif slots:

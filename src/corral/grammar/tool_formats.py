@@ -44,6 +44,7 @@ __all__ = [
     "calls_text",
     "detect_format",
     "get_format",
+    "history",
     "parse_reply",
     "reply_grammar",
     "scan_partial",
@@ -259,6 +260,46 @@ def calls_text(calls: Sequence[tuple[str, Any]], fmt: ToolFormat) -> str:
     if fmt.name == "mistral":
         return "[TOOL_CALLS][" + ", ".join(objs) + "]"
     return "; ".join(objs)
+
+
+def history(messages: Sequence[Any], fmt: ToolFormat, structured: bool) -> list[dict[str, Any]]:
+    """Chat messages with past assistant ``tool_calls`` (OpenAI shape, ``arguments`` a JSON
+    string or an object) made renderable: kept as fields with object arguments for a template
+    that renders tools (``structured``), else written into the content in ``fmt``. Raises
+    ValueError naming a call whose arguments are not JSON."""
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        m = dict(m)
+        raw = m.get("tool_calls")
+        if m.get("role") == "assistant" and raw:
+            pairs = []
+            for k, c in enumerate(raw):
+                fn = c.get("function", c) if isinstance(c, dict) else {}
+                args = fn.get("arguments") or {}
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        raise ValueError(
+                            f"messages[{i}].tool_calls[{k}]: the arguments are not JSON"
+                        ) from None
+                pairs.append((fn.get("name"), args))
+            if structured:
+                m["tool_calls"] = [
+                    {
+                        "type": "function",
+                        "id": c.get("id", f"call_{k}"),
+                        "function": {"name": n, "arguments": a},
+                    }
+                    for k, (c, (n, a)) in enumerate(zip(raw, pairs, strict=True))
+                ]
+                m["content"] = m.get("content") or ""
+            else:
+                m.pop("tool_calls")
+                written = calls_text(pairs, fmt)
+                m["content"] = "\n".join([m["content"], written]) if m.get("content") else written
+        out.append(m)
+    return out
 
 
 # ---------------------------------------------------------------------- streaming

@@ -17,7 +17,7 @@ from typing import Any
 
 from corral.compile import ConstraintSpec
 from corral.errors import CorralError
-from corral.grammar.tool_formats import FORMATS, calls_text, get_format
+from corral.grammar.tool_formats import FORMATS, get_format, history
 from corral.grammar.tools import ToolCall, choice_note
 from corral.runtime.sampling import SamplingParams
 from corral.server.errors import APIError, error_from_exception
@@ -241,18 +241,11 @@ def _messages(raw: Any, fmt: str = "json", structured: bool = False) -> list[dic
         msg: dict[str, Any] = {"role": str(role), "content": text}
         if role == "assistant" and m.get("tool_calls"):
             calls = assistant_calls(m["tool_calls"], f"{where}.tool_calls")
-            if structured:
-                msg["tool_calls"] = [
-                    {"type": "function", "id": cid, "function": {"name": n, "arguments": a}}
-                    for cid, n, a in calls
-                ]
-            else:
-                written = calls_text([(n, a) for _, n, a in calls], get_format(fmt))
-                msg["content"] = "\n".join([text, written]) if text else written
+            msg["tool_calls"] = [{"id": cid, "function": {"name": n, "arguments": a}} for cid, n, a in calls]
         if role == "tool" and structured and isinstance(m.get("tool_call_id"), str):
             msg["tool_call_id"] = m["tool_call_id"]
         out.append(msg)
-    return out
+    return history(out, get_format(fmt), structured)
 
 
 def _tool_options(
