@@ -35,7 +35,7 @@ import corral
 from corral.compile import ConstraintSpec, compile_constraint
 from corral.generation.decode import decode
 from corral.grammar.tool_formats import calls_text, detect_format, get_format, parse_reply
-from corral.grammar.tools import tools_from, tools_prompt
+from corral.grammar.tools import choice_note, tools_from, tools_prompt
 from corral.runtime.sampling import SamplingParams
 
 
@@ -204,7 +204,9 @@ def cases() -> list[tuple[str, list[dict[str, Any]], list[tuple[str, dict[str, A
     return out
 
 
-def render(backend: Any, messages: list[dict[str, Any]], fmt: str, tools: list[Any]) -> list[int]:
+def render(
+    backend: Any, messages: list[dict[str, Any]], fmt: str, tools: list[Any], choice: str = "auto"
+) -> list[int]:
     """Token ids of a prompt for format ``fmt``: through the template's own tool support when it
     declares that format, else corral's system note with past calls written in ``fmt``."""
     structured = detect_format(backend.chat_template_source) == fmt and fmt != "json"
@@ -221,9 +223,11 @@ def render(backend: Any, messages: list[dict[str, Any]], fmt: str, tools: list[A
             else:
                 m = {"role": "assistant", "content": calls_text(pairs, get_format(fmt))}
         msgs.append(m)
-    if structured:
-        return backend.render(msgs, chat=True, tools=TOOLS)
-    note = tools_prompt(tools, "auto", None, fmt, True)
+    if structured:  # as the library does: the template describes the tools, a note the choice
+        note = choice_note(choice, None)
+        system = [{"role": "system", "content": note}] if note else []
+        return backend.render([*system, *msgs], chat=True, tools=TOOLS)
+    note = tools_prompt(tools, choice, None, fmt, True)
     return backend.render([{"role": "system", "content": note}, *msgs], chat=True)
 
 
@@ -265,20 +269,20 @@ def score(text: str, fmt: str, gold: list[tuple[str, dict[str, Any]]]) -> dict[s
 
 
 def run_mode(
-    backend: Any, mode: str, items: list[Any], max_tokens: int
+    backend: Any, mode: str, items: list[Any], max_tokens: int, choice: str = "auto"
 ) -> tuple[dict[str, float], list[str]]:
     declared = detect_format(backend.chat_template_source)
     fmt = "json" if mode == "json" else declared
     tools = tools_from(TOOLS)
     grammar = None
     if mode != "free":
-        spec = ConstraintSpec.tool_calls(tools, "auto", tool_format=fmt, parallel=True)
+        spec = ConstraintSpec.tool_calls(tools, choice, tool_format=fmt, parallel=True)
         grammar = compile_constraint(spec, backend.tokenizer).grammar
     totals: dict[str, float] = {}
     texts = []
     t0 = time.perf_counter()
     for _kind, msgs, gold in items:
-        ids = render(backend, msgs, fmt, tools)
+        ids = render(backend, msgs, fmt, tools, choice)
         outs, _ = decode(
             backend, [ids], [grammar], max_new_tokens=max_tokens, params=SamplingParams(temperature=0.0)
         )
@@ -302,8 +306,15 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N prompts of each kind (0: all)")
     ap.add_argument("--max-tokens", type=int, default=80)
     ap.add_argument("--dump", help="write every reply to this JSON file")
+    ap.add_argument(
+        "--tool-choice",
+        default="auto",
+        choices=("auto", "required"),
+        help="required: the constrained modes must call (use with --kinds single,parallel)",
+    )
+    ap.add_argument("--kinds", default="single,parallel,none,multi-turn", help="prompt kinds to run")
     args = ap.parse_args()
-    items = cases()
+    items = [it for it in cases() if it[0] in args.kinds.split(",")]
     if args.limit:
         seen: dict[str, int] = {}
         items = [
@@ -331,7 +342,7 @@ def main() -> None:
             ):
                 print(f"{name:<20} {'own':<6} (the template declares no tool format: same as json)")
                 continue
-            t, texts = run_mode(backend, mode, items, args.max_tokens)
+            t, texts = run_mode(backend, mode, items, args.max_tokens, args.tool_choice)
             dump[f"{name}/{mode}"] = texts
             n = t["replies"]
             print(

@@ -52,11 +52,12 @@ def smol(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    from corral.backends.presets import preset_status
+    from corral.backends.presets import model_path
 
-    status = preset_status("qwen2.5-coder-0.5b")
-    if status.missing and not status.ready:  # pragma: no cover - CI installs it
-        pytest.skip("the qwen2.5-coder-0.5b packages are not installed")
+    try:
+        model_path("qwen2.5-coder-0.5b")
+    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
+        pytest.skip(str(e))
     srv = _start(tmp_path_factory.mktemp("qwen"), "qwen2.5-coder-0.5b")
     yield srv
     srv.stop()
@@ -152,7 +153,11 @@ def test_smollm2_hermes_by_name_and_results_fed_back(smol: Server) -> None:
 @pytest.mark.parametrize("fmt", ["llama3", "mistral"])
 def test_smollm2_other_formats_by_name(smol: Server, fmt: str) -> None:
     """The Llama 3 and Mistral formats by name: valid calls, streamed as the same calls."""
-    kw: dict[str, Any] = {"tool_choice": "required", "extra_body": {"tool_format": fmt}}
+    kw: dict[str, Any] = {
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "extra_body": {"tool_format": fmt},
+    }
     r = _chat(smol, "What is 2 plus 3?", **kw)
     calls = _valid(r.choices[0].message.tool_calls)
     assert r.choices[0].finish_reason == "tool_calls" and r.choices[0].message.content is None
@@ -193,10 +198,12 @@ def test_qwen_hermes_format(qwen: Server) -> None:
     """Qwen's template declares Hermes tools: the server renders them through it and
     constrains the <tool_call> blocks; a tool result goes back through the template."""
     q = "What is the weather in Paris, in celsius?"
-    r = _chat(qwen, q, tool_choice="required", max_tokens=50)
+    # parallel calls off: with them on, this small model repeats the call until max_tokens
+    one: dict[str, Any] = {"tool_choice": "required", "parallel_tool_calls": False, "max_tokens": 50}
+    r = _chat(qwen, q, **one)
     calls = _valid(r.choices[0].message.tool_calls)
     assert calls[0][0] == "get_weather" and r.choices[0].finish_reason == "tool_calls"
-    _, streamed, _ = _streamed(qwen, q, tool_choice="required", max_tokens=50)
+    _, streamed, _ = _streamed(qwen, q, **one)
     assert streamed == calls
     # auto: the model's choice (Qwen-Coder often writes a ```json block: prose, not a call)
     msg = _chat(qwen, q, tool_choice="auto", max_tokens=50).choices[0].message
