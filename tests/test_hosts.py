@@ -91,6 +91,8 @@ class ServerHost:
             kw: dict[str, Any] = {}
             if "tools" in case.args:
                 kw = {"tools": case.args["tools"], "tool_choice": case.args["tool_choice"]}
+                # the server's default is OpenAI's (parallel calls on); the library's is off
+                kw["parallel_tool_calls"] = case.args.get("parallel_tool_calls", False)
             else:
                 fmt = {"name": case.name, "schema": case.json_schema()}
                 kw = {"response_format": {"type": "json_schema", "json_schema": fmt}}

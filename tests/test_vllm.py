@@ -69,6 +69,29 @@ def test_request_slots_tools_and_limits():
         parse_request({"corral": {"regex": "a+", "slots": ["x"]}})
 
 
+def test_request_tool_formats_and_parallel_calls():
+    """The family formats reach vLLM through the same spec: nested and flat forms agree."""
+    from corral.vllm import parse_request
+
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    nested = {"tools": tools, "tool_choice": "required", "tool_format": "hermes", "parallel_tool_calls": True}
+    t = parse_request({"corral": nested})
+    assert t is not None and t.spec.tool_format == "hermes" and t.spec.parallel
+    flat = parse_request(
+        {
+            "corral_tools": json.dumps(tools),
+            "corral_tool_choice": "required",
+            "corral_tool_format": "hermes",
+            "corral_parallel_tool_calls": "true",
+        }
+    )
+    assert flat is not None and flat.spec == t.spec
+    with pytest.raises(ValueError, match="tool format must be one of"):
+        parse_request({"corral": {**nested, "tool_format": "xml"}})
+    with pytest.raises(ValueError, match="parallel"):
+        parse_request({"corral": {**nested, "parallel_tool_calls": "yes"}})
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

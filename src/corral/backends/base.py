@@ -77,7 +77,20 @@ class Backend(ABC):
     def has_chat_template(self) -> bool:
         return False
 
-    def render_text(self, prompt: Prompt, *, chat: bool | None = None) -> tuple[str, bool]:
+    @property
+    def chat_template_source(self) -> str | None:
+        """The chat template's Jinja text (None without one): what the tool-call format is
+        detected from (:func:`corral.grammar.tool_formats.detect_format`)."""
+        return None
+
+    def render_text(
+        self,
+        prompt: Prompt,
+        *,
+        chat: bool | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
+    ) -> tuple[str, bool]:
         """The prompt as text, and whether the tokenizer should add its special prefix (BOS).
 
         Messages always use the chat template; plain text uses it (as one user message) when
@@ -92,11 +105,18 @@ class Backend(ABC):
             messages = prompt
         if not self.has_chat_template:
             raise CorralError(f"model {self.source} has no chat template: pass the prompt as text")
-        return self.apply_chat_template([dict(m) for m in messages]), False
+        # ``tools`` (OpenAI tool objects) and ``template_kwargs`` go to templates that use them;
+        # passed only when given, so a backend's override without them keeps working.
+        extra: dict[str, Any] = dict(template_kwargs or {})
+        if tools:
+            extra["tools"] = [dict(t) for t in tools]
+        return self.apply_chat_template([dict(m) for m in messages], **extra), False
 
-    def apply_chat_template(self, messages: list[dict[str, Any]]) -> str:
+    def apply_chat_template(self, messages: list[dict[str, Any]], **variables: Any) -> str:
         """The model's chat template applied to ``messages``, ending with the assistant's turn
-        opening (``add_generation_prompt``). Backends with a chat template override this."""
+        opening (``add_generation_prompt``); ``variables`` (``tools``, a request's
+        ``chat_template_kwargs``) are template variables. Backends with a chat template
+        override this."""
         raise CorralError(f"model {self.source} has no chat template")
 
     @abstractmethod
@@ -104,9 +124,21 @@ class Backend(ABC):
         """Token ids of ``text`` as the model's own tokenizer produces them (special-token
         text such as ``<|im_start|>`` becomes the special token)."""
 
-    def render(self, prompt: Prompt, *, chat: bool | None = None) -> list[int]:
+    def render(
+        self,
+        prompt: Prompt,
+        *,
+        chat: bool | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
+    ) -> list[int]:
         """Token ids of a prompt (see :meth:`render_text`)."""
-        text, add_special = self.render_text(prompt, chat=chat)
+        if tools or template_kwargs:
+            text, add_special = self.render_text(
+                prompt, chat=chat, tools=tools, template_kwargs=template_kwargs
+            )
+        else:
+            text, add_special = self.render_text(prompt, chat=chat)
         return self.encode(text, add_special=add_special)
 
     @abstractmethod

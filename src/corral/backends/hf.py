@@ -70,8 +70,15 @@ class TransformersBackend(Backend):
     def has_chat_template(self) -> bool:
         return bool(getattr(self.hf_tokenizer, "chat_template", None))
 
-    def apply_chat_template(self, messages: list[dict[str, Any]]) -> str:
-        text = self.hf_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    @property
+    def chat_template_source(self) -> str | None:
+        t = getattr(self.hf_tokenizer, "chat_template", None)
+        return t if isinstance(t, str) else None
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], **variables: Any) -> str:
+        text = self.hf_tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **variables
+        )
         return str(text)
 
     def encode(self, text: str, *, add_special: bool = False) -> list[int]:

@@ -186,7 +186,11 @@ class LlamaCppBackend(Backend):
     def has_chat_template(self) -> bool:
         return bool(self.chat_template)
 
-    def apply_chat_template(self, messages: list[dict[str, Any]]) -> str:
+    @property
+    def chat_template_source(self) -> str | None:
+        return self.chat_template
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], **variables: Any) -> str:
         if self._template is None:
             if not self.chat_template:
                 return super().apply_chat_template(messages)  # raises: no template
@@ -197,6 +201,7 @@ class LlamaCppBackend(Backend):
                 add_generation_prompt=True,
                 bos_token=self._bos_text,
                 eos_token=self._eos_text,
+                **variables,
             )
         )
 

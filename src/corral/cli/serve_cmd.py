@@ -72,6 +72,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="do not serve the playground page at /playground",
     )
+    p.add_argument(
+        "--tool-format",
+        default="auto",
+        choices=("auto", "json", "hermes", "llama3", "mistral"),
+        help="tool-call format (default auto: the one the chat template declares, else json)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run)
 
@@ -151,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         request_timeout=args.request_timeout,
         shutdown_timeout=args.shutdown_timeout,
         playground=not args.no_playground,
+        tool_format=args.tool_format,
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

@@ -19,7 +19,7 @@ from corral.compile.converter import IN_PROCESS, SchemaConverter
 from corral.compile.spec import ConstraintSpec, choices_regex
 from corral.engine import compile_grammar, compile_regex
 from corral.errors import SchemaError, ToolError, UnsupportedSchemaError
-from corral.grammar.tools import AUTO_RULES, AUTO_START, tool_pointer
+from corral.grammar.tools import tool_pointer
 from corral.schema import schema_grammar
 from corral.tokenizer import Tokenizer
 
@@ -50,17 +50,34 @@ def compile_spec(
     if kind == "choices":
         return Constraint(spec, compile_regex(choices_regex(spec.payload), tokenizer, **limits), size)
     assert kind == "tools"
-    schema = spec.schema
-    try:
-        text, report = conv.convert(schema, spec.options)
-    except SchemaError as e:
-        raise _tool_error(e, spec) from None
-    if spec.tool_mode == "required":
+    from corral.compile import compile_constraint
+    from corral.compile.tool_calls import tools_grammar
+
+    answer = spec.answer_schema
+    readers = (
+        ()
+        if answer is None
+        else (compile_constraint(ConstraintSpec.json_schema(answer, spec.options), tokenizer),)
+    )
+    if spec.payload is None and spec.tool_mode == "required":  # one plain-JSON call: the schema itself
+        schema = spec.schema
+        try:
+            text, report = conv.convert(schema, spec.options)
+        except SchemaError as e:
+            raise _tool_error(e, spec) from None
         g = schema_grammar(schema, text, report, tokenizer, limits)
         return Constraint(spec, g, size + len(text))
-    # "auto": the call grammar's root, or plain text — one grammar, start rule AUTO_START.
-    auto = compile_grammar(text + AUTO_RULES, tokenizer, start=AUTO_START, **limits)
-    return Constraint(spec, auto, size + len(text))
+
+    def convert(schema: Any, options: Any) -> str:
+        try:
+            return conv.convert(schema, options)[0]
+        except SchemaError as e:
+            raise _tool_error(e, spec) from None
+
+    # A call in the spec's format, several, or (auto) prose / the answer: one grammar.
+    text, start = tools_grammar(spec, tokenizer, convert, "corral-tc-")
+    g = compile_grammar(text, tokenizer, start=start, **limits)
+    return Constraint(spec, g, size + len(text), readers=readers)
 
 
 def _compile_composite(spec: ConstraintSpec, tokenizer: Tokenizer, conv: SchemaConverter) -> Constraint:

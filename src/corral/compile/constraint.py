@@ -22,7 +22,7 @@ from corral.compile.thinking import ThinkFormat, read_segments, split_reasoning
 from corral.engine import CompiledGrammar
 from corral.errors import LimitExceeded
 from corral.grammar import bounded_json
-from corral.grammar.tools import Tool, read_call
+from corral.grammar.tools import Tool
 from corral.schema import JsonSchemaGrammar, OutputValidationError
 
 # Deepest output read back as JSON (nesting levels): below Python's own recursion limit, past
@@ -153,9 +153,8 @@ class Constraint:
             segments = read_segments(text, self.spec.payload, self.readers)
             return segments, next((s.error for s in segments if s.error is not None), None)
         if kind == "tools":
-            if self.spec.tool_mode == "auto" and not text.startswith("{"):
-                return text, None
-            return read_call(text, self.spec.tools, self._validators)
+            reply = self.read_tools(text)
+            return reply.value, reply.error
         if kind in ("json", "json_object"):
             try:
                 return bounded_json.loads(text, _MAX_OUTPUT_DEPTH, "max_output_depth", "the output"), None
@@ -180,6 +179,20 @@ class Constraint:
             except Exception as e:  # a Pydantic validator the schema cannot express
                 return value, f"output fails the model's validation: {e}"
         return text, None
+
+    def read_tools(self, text: str) -> Any:
+        """A ``tools`` reply as a :class:`~corral.compile.tool_calls.ToolReply` (prose or answer,
+        calls, error); after a think block, the answer part."""
+        from corral.compile.tool_calls import read_reply
+
+        if self.think is not None:
+            _, text = self.split(text)
+            if self.answer is not None:
+                return self.answer.read_tools(text)
+        if self.spec.kind != "tools":
+            raise TypeError(f"a {self.spec.kind} constraint has no tool calls")
+        reader = self.readers[0] if self.readers else None
+        return read_reply(text, self.spec, self._validators, reader)
 
     def parse(self, text: str) -> Any:
         """The output as a value (see :meth:`read`); raises :class:`corral.OutputValidationError`

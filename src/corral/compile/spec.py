@@ -183,17 +183,58 @@ class ConstraintSpec:
         mode: str = "required",
         options: Mapping[str, Any] | None = None,
         param: str = "tools",
+        *,
+        tool_format: str = "json",
+        parallel: bool = False,
+        answer: Any = None,
     ) -> ConstraintSpec:
         """One call of one of ``tools`` (``mode="required"``), or a call or plain text
         (``"auto"``). ``tools`` are :class:`Tool` records or anything
-        :func:`corral.grammar.tools.tools_from` takes."""
+        :func:`corral.grammar.tools.tools_from` takes. ``tool_format``: the call syntax (a
+        :data:`corral.grammar.tool_formats.FORMATS` name); ``parallel``: one or more calls;
+        ``answer``: under ``auto``, a JSON Schema the reply must match when it is not a call."""
+        from corral.grammar.tool_formats import get_format
+
         if mode not in ("required", "auto"):
             raise ValueError(f'tool mode must be "required" or "auto", got {mode!r}')
+        fmt = get_format(tool_format)
+        if not isinstance(parallel, bool):
+            raise TypeError(f"parallel tool calls must be true or false, got {parallel!r}")
         if isinstance(tools, Sequence) and tools and all(isinstance(t, Tool) for t in tools):
             parsed = list(tools)
         else:
             parsed = tools_from(tools, param)
-        return cls("tools", None, _options(options), tools=tuple(parsed), tool_mode=mode, param=param)
+        if answer is not None:
+            answer, _model = schema_of(answer)
+            if not isinstance(answer, (dict, bool)):
+                raise SchemaError("the answer of a tools constraint must be a JSON Schema", "#")
+            if mode != "auto":
+                raise ValueError('an answer schema next to tools needs tool_choice "auto"')
+        # The call syntax, as data; None for corral's original single plain-JSON call.
+        payload = (
+            None
+            if fmt.name == "json" and not parallel and answer is None
+            else {"format": fmt.name, "parallel": parallel, "answer": answer}
+        )
+        opts = {**fmt.options, **(options or {})}
+        return cls("tools", payload, _options(opts), tools=tuple(parsed), tool_mode=mode, param=param)
+
+    @property
+    def tool_format(self) -> str:
+        """The call syntax of a ``tools`` constraint ("" for other kinds)."""
+        if self.kind != "tools":
+            return ""
+        return str(self.payload["format"]) if self.payload else "json"
+
+    @property
+    def parallel(self) -> bool:
+        """Whether a ``tools`` constraint allows several calls in one reply."""
+        return bool(self.payload and self.payload["parallel"])
+
+    @property
+    def answer_schema(self) -> Any:
+        """A ``tools`` constraint's answer schema (``auto`` with a response format), else None."""
+        return self.payload["answer"] if self.kind == "tools" and self.payload else None
 
     @classmethod
     def structural_tag(
@@ -225,7 +266,9 @@ class ConstraintSpec:
 
     def content(self) -> list[Any]:
         """Everything that changes the compiled grammar, as plain data (order-preserving)."""
-        payload = [t.as_json() for t in self.tools] if self.kind == "tools" else self.payload
+        payload = self.payload
+        if self.kind == "tools":
+            payload = [t.as_json() for t in self.tools] + ([self.payload] if self.payload else [])
         if isinstance(payload, tuple):
             payload = list(payload)
         content = [
@@ -281,9 +324,9 @@ class ConstraintSpec:
         if self.kind == "json_object":
             return _ANY_OBJECT
         if self.kind == "tools":
-            from corral.grammar.tools import call_schema
+            from corral.grammar.tool_formats import call_schema_for, get_format
 
-            return call_schema(self.tools)
+            return call_schema_for(self.tools, get_format(self.tool_format))
         return None
 
     def describe(self) -> str:
@@ -311,10 +354,11 @@ def spec_from_args(
 
     ``args`` may hold one of ``json_schema`` (alias ``schema``), ``regex``, ``grammar``,
     ``choices``, ``json`` (true), ``json_object`` (true), ``tools`` (with optional
-    ``tool_choice``) or ``structural_tags`` (with optional ``triggers``), plus ``schema_options``,
-    ``limits`` and ``thinking`` (a think block before the answer; alone, the answer is free
-    text). Values that are None or False do not
-    count. ``where`` prefixes error messages (``"corral: "`` for vLLM).
+    ``tool_choice``, ``tool_format``, ``parallel_tool_calls``; with ``json_schema`` too under
+    ``tool_choice="auto"``: a call or an answer valid for the schema) or ``structural_tags``
+    (with optional ``triggers``), plus ``schema_options``, ``limits`` and ``thinking`` (a think
+    block before the answer; alone, the answer is free text). Values that are None or False do
+    not count. ``where`` prefixes error messages (``"corral: "`` for vLLM).
 
     Raises ValueError/TypeError for two constraints at once, options without a constraint they
     apply to, or values of the wrong type; :class:`corral.SchemaError` for schema text that is not
@@ -326,7 +370,15 @@ def spec_from_args(
         if name in norm and norm[name] is not None:
             raise ValueError(f"{where}{name} is given twice")
         norm[name] = v
-    extras = {"schema_options", "limits", "tool_choice", "thinking", "triggers"}
+    extras = {
+        "schema_options",
+        "limits",
+        "tool_choice",
+        "thinking",
+        "triggers",
+        "tool_format",
+        "parallel_tool_calls",
+    }
     unknown = sorted(set(norm) - set(_ARG_KINDS) - extras)
     if unknown:
         raise ValueError(
@@ -345,6 +397,13 @@ def spec_from_args(
     except (TypeError, ValueError) as e:
         raise type(e)(f"{where}{e}") from None
     given = [k for k in _ARG_KINDS if norm.get(k) is not None and norm.get(k) is not False]
+    answer = None
+    if "tools" in given and len(given) == 2 and given[0] in ("json_schema", "json_object"):
+        # tools with a schema under tool_choice "auto": a call, or an answer valid for the schema
+        answer = norm["json_schema"] if given[0] == "json_schema" else _ANY_OBJECT
+        if norm.get("tool_choice") not in (None, "auto"):
+            raise ValueError(f'{where}tools with {given[0]} need tool_choice "auto"')
+        given = ["tools"]
     if len(given) > 1:
         raise ValueError(f"{where}give one constraint, not {' and '.join(given)}")
     options = norm.get("schema_options") or {}
@@ -367,10 +426,16 @@ def spec_from_args(
     value = norm[kind]
     if norm.get("schema_options") and kind not in (*_JSON_KINDS, "structural_tags"):
         raise ValueError(f"{where}schema_options apply to json_schema, json and tools, not {kind}")
-    if norm.get("tool_choice") is not None and kind != "tools":
-        raise ValueError(f"{where}tool_choice given without tools")
+    for extra in ("tool_choice", "tool_format", "parallel_tool_calls"):
+        if norm.get(extra) is not None and kind != "tools":
+            raise ValueError(f"{where}{extra} given without tools")
+    tool_args = {
+        "tool_format": norm.get("tool_format") or "json",
+        "parallel": norm.get("parallel_tool_calls") or False,
+        "answer": answer,
+    }
     try:
-        spec = _spec_of(kind, value, norm.get("tool_choice"), options)
+        spec = _spec_of(kind, value, norm.get("tool_choice"), options, tool_args)
         if thinking is not None:
             spec = spec.with_thinking(thinking)
     except (TypeError, ValueError) as e:
@@ -380,7 +445,13 @@ def spec_from_args(
     return spec
 
 
-def _spec_of(kind: str, value: Any, tool_choice: Any, options: Mapping[str, Any]) -> ConstraintSpec:
+def _spec_of(
+    kind: str,
+    value: Any,
+    tool_choice: Any,
+    options: Mapping[str, Any],
+    tool_args: Mapping[str, Any] | None = None,
+) -> ConstraintSpec:
     if kind == "json_schema":
         return ConstraintSpec.json_schema(value, options)
     if kind in ("json", "json_object"):
@@ -415,7 +486,7 @@ def _spec_of(kind: str, value: Any, tool_choice: Any, options: Mapping[str, Any]
         if not chosen:
             raise ValueError(f"tool_choice names {name!r}, which is not among the tools")
         spec_tools = chosen
-    return ConstraintSpec.tool_calls(spec_tools, mode, options)
+    return ConstraintSpec.tool_calls(spec_tools, mode, options, **(tool_args or {}))
 
 
 # ---------------------------------------------------------------------- helpers

@@ -250,13 +250,14 @@ def think_format(thinking: Mapping[str, Any], tokenizer: Tokenizer) -> ThinkForm
 def body_grammar(spec: Any, convert: Any, prefix: str) -> tuple[str, str]:
     """(grammar text, start rule) of a spec's own constraint (no think block), every rule
     renamed under ``prefix``. ``convert(schema, options) -> text`` runs the schema converter."""
-    from corral.grammar.tools import AUTO_RULES, AUTO_START
-
     kind = spec.kind
-    if kind in ("json_schema", "json", "json_object") or (kind == "tools" and spec.tool_mode == "required"):
+    one_call = kind == "tools" and spec.payload is None and spec.tool_mode == "required"
+    if kind in ("json_schema", "json", "json_object") or one_call:
         return rename_rules(convert(spec.schema, spec.options), prefix), prefix + "root"
     if kind == "tools":
-        return rename_rules(convert(spec.schema, spec.options) + AUTO_RULES, prefix), prefix + AUTO_START
+        from corral.compile.tool_calls import tools_grammar
+
+        return tools_grammar(spec, None, convert, prefix)
     if kind == "regex":
         return f"{prefix}root ::= {regex_terminal(spec.payload)}\n", prefix + "root"
     if kind == "grammar":

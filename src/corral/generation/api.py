@@ -26,7 +26,8 @@ from corral.engine import CompiledGrammar
 from corral.errors import BudgetError
 from corral.generation.decode import RowOutput, TextCallback, check_context, decode
 from corral.generation.scoring import answer_ids, score_continuations
-from corral.grammar.tools import tools_prompt
+from corral.grammar.tool_formats import detect_format, get_format, history
+from corral.grammar.tools import ToolCall, choice_note, tools_prompt
 from corral.runtime.sampling import SamplingParams
 
 __all__ = ["GenerationResult", "generate", "stream", "TextStream", "as_backend"]
@@ -63,6 +64,10 @@ class GenerationResult:
     reasoning : str or None
         The think block's text (``thinking=``; without its markers), kept out of ``value``;
         None without a think block.
+    tool_calls : list of ToolCall
+        Tools: every call of the reply, in order (empty when it answered without one).
+    content : str or None
+        Tools: the reply's prose or answer text (None when it is only calls).
     tokens : list of int
         The output's token ids.
     timing : dict
@@ -82,6 +87,8 @@ class GenerationResult:
     timing: dict[str, float] = field(default_factory=dict)
     reasoning: str | None = None
     tokens: list[int] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    content: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -130,6 +137,8 @@ def generate(
     json: bool = False,
     tools: Sequence[Any] | None = None,
     tool_choice: Any = None,
+    parallel_tool_calls: bool = False,
+    tool_format: str = "auto",
     structural_tags: Any = None,
     triggers: Sequence[str] | None = None,
     thinking: Any = None,
@@ -167,8 +176,17 @@ def generate(
         Tool calling instead of the constraints above: ``tools`` are OpenAI tool objects,
         Pydantic models or Python functions with type hints; ``tool_choice`` is ``"auto"``
         (default: a call or a plain-text reply), ``"required"`` (a call) or a tool's name. The
-        tools are described to the model in a system message; ``value`` is a
-        :class:`corral.ToolCall` naming a declared tool with arguments valid for it.
+        tools are described to the model in a system message (or, when the chat template
+        declares tools in the format used, by the template itself); ``value`` is a
+        :class:`corral.ToolCall` naming a declared tool with arguments valid for it, and
+        ``tool_calls`` / ``content`` hold every call and the prose. With ``schema`` too (and
+        ``tool_choice="auto"``) the reply is a call or an answer valid for the schema.
+    parallel_tool_calls
+        Allow one or more calls in a reply (``value`` is then the list when there are several).
+    tool_format
+        The call syntax: ``"auto"`` (default: the format the model's chat template declares,
+        else ``"json"``), ``"json"``, ``"hermes"``, ``"llama3"`` or ``"mistral"`` (see
+        :mod:`corral.grammar.tool_formats`).
     structural_tags, triggers
         Free text in which each trigger opens a constrained segment: ``structural_tags`` is a
         list of ``{"begin": "<tool_call>", "schema": {...}, "end": "</tool_call>"}`` tags (or
@@ -215,6 +233,8 @@ def generate(
     if not prompts:
         return []
     params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)
+    fmt, structured = _tool_format(backend, tool_format, tools, tool_choice, chat)
+    tool_args = {"tool_format": fmt, "parallel_tool_calls": parallel_tool_calls} if fmt else {}
     constraint = _constraint(
         backend,
         schema=schema,
@@ -229,16 +249,29 @@ def generate(
         thinking=thinking,
         schema_options=schema_options,
         limits=limits,
+        **tool_args,
     )
+    template_tools = None
     if constraint is not None:
         constraint = constraint.bind(slots)
         if constraint.kind == "tools":
-            note = tools_prompt(constraint.tools, constraint.tool_mode, _named(tool_choice))
-            prompts = [_with_system_note(p, note, chat) for p in prompts]
+            named = _named(tool_choice)
+            if structured:  # the chat template describes the tools in the model's own format
+                template_tools = [{"type": "function", "function": t.as_json()} for t in constraint.tools]
+                note = choice_note(constraint.tool_mode, named)
+            else:
+                note = tools_prompt(constraint.tools, constraint.tool_mode, named, fmt, parallel_tool_calls)
+            # Past calls in message prompts: as the template renders them, or written in fmt.
+            prompts = [
+                p if isinstance(p, str) else history(p, get_format(fmt or "json"), structured)
+                for p in prompts
+            ]
+            if note:
+                prompts = [_with_system_note(p, note, chat) for p in prompts]
     elif slots:
         raise ValueError("slots given without a constraint")
     t_compile = time.perf_counter() - t0
-    ids = [backend.render(p, chat=chat) for p in prompts]
+    ids = [backend.render(p, chat=chat, tools=template_tools) for p in prompts]
     for i, p in enumerate(ids):
         check_context(backend, len(p), max_new_tokens, "" if single else f"prompt {i}: ")
     if constraint is not None and constraint.kind == "choices" and params.greedy and constraint.think is None:
@@ -281,6 +314,20 @@ def _constraint(backend: Backend, *, grammar: Any, **args: Any) -> Constraint | 
     return None if spec is None else compile_constraint(spec, backend.tokenizer)
 
 
+def _tool_format(
+    backend: Backend, tool_format: str, tools: Any, tool_choice: Any, chat: bool | None
+) -> tuple[str | None, bool]:
+    """(format, structured) for a tools call: the format asked for (``"auto"``: the one the
+    chat template declares) and whether the template renders the tools itself. (None, False)
+    without tools."""
+    if not tools or tool_choice == "none":
+        return None, False
+    declared = detect_format(backend.chat_template_source) if chat is not False else "json"
+    fmt = declared if tool_format in ("auto", None) else tool_format
+    get_format(fmt)  # ValueError for an unknown name
+    return fmt, declared != "json" and fmt == declared
+
+
 def _named(tool_choice: Any) -> str | None:
     if isinstance(tool_choice, Mapping):
         fn = tool_choice.get("function", tool_choice)
@@ -310,8 +357,14 @@ def _result(
     value: Any = None
     error: str | None = out.error or None
     reasoning = constraint.split(text)[0] if constraint is not None else None
+    calls: list[ToolCall] = []
+    content = None
     if constraint is not None and error is None:
-        value, error = constraint.read(text)
+        if constraint.spec.without_thinking().kind == "tools":
+            reply = constraint.read_tools(text)
+            value, error, calls, content = reply.value, reply.error, list(reply.calls), reply.content
+        else:
+            value, error = constraint.read(text)
         if error is not None:
             value = None
     return GenerationResult(
@@ -327,6 +380,8 @@ def _result(
         timing=dict(timing),
         reasoning=reasoning,
         tokens=list(out.tokens),
+        tool_calls=calls,
+        content=content,
     )
 
 

@@ -27,6 +27,7 @@ with ``jsonschema``'s meta-schema when the tool is built).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import re
@@ -43,6 +44,8 @@ __all__ = [
     "Tool",
     "ToolCall",
     "call_schema",
+    "check_call",
+    "choice_note",
     "read_call",
     "tool_pointer",
     "tools_from",
@@ -50,7 +53,7 @@ __all__ = [
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_ARGS_PREFIX = re.compile(r"^#/anyOf/(\d+)/properties/arguments(/.*)?$")
+_ARGS_PREFIX = re.compile(r"^#/anyOf/(\d+)/properties/(?:arguments|parameters)(/.*)?$")
 # The start rule of the tool_choice="auto" grammar: a tool call (the schema's root) or text.
 AUTO_START = "corral-reply"
 AUTO_RULES = f"\n{AUTO_START} ::= root | corral-text\ncorral-text ::= /(?s)[^{{\\s].*/\n"
@@ -124,6 +127,8 @@ def tools_from(raw: Any, param: str = "tools") -> list[Tool]:
 
 
 def _one_tool(t: Any, i: int, where: str) -> Tool:
+    if isinstance(t, Tool):  # already checked
+        return dataclasses.replace(t, index=i)
     if isinstance(t, dict):
         if "function" in t or "type" in t:
             if t.get("type", "function") != "function":
@@ -240,16 +245,17 @@ def _rebase_refs(node: Any, base: str) -> Any:
     return node
 
 
-def call_schema(tools: Sequence[Tool]) -> dict[str, Any]:
-    """The JSON Schema of one call of any of ``tools`` (branch ``i`` is ``tools[i]``)."""
+def call_schema(tools: Sequence[Tool], args_key: str = "arguments") -> dict[str, Any]:
+    """The JSON Schema of one call of any of ``tools`` (branch ``i`` is ``tools[i]``; the
+    arguments under ``args_key``: Llama 3 writes ``parameters``)."""
     branches = []
     for i, t in enumerate(tools):
-        params = _rebase_refs(copy.deepcopy(t.parameters), f"#/anyOf/{i}/properties/arguments")
+        params = _rebase_refs(copy.deepcopy(t.parameters), f"#/anyOf/{i}/properties/{args_key}")
         branches.append(
             {
                 "type": "object",
-                "properties": {"name": {"const": t.name}, "arguments": params},
-                "required": ["name", "arguments"],
+                "properties": {"name": {"const": t.name}, args_key: params},
+                "required": ["name", args_key],
                 "additionalProperties": False,
             }
         )
@@ -274,10 +280,19 @@ def read_call(text: str, tools: Sequence[Tool], validators: dict[str, Any]) -> t
     except ValueError as e:
         return None, f"tool call is not JSON: {e}"
     name = obj.get("name") if isinstance(obj, dict) else None
+    return check_call(name, obj.get("arguments") if isinstance(obj, dict) else None, tools, validators)
+
+
+def check_call(
+    name: Any, args: Any, tools: Sequence[Tool], validators: dict[str, Any]
+) -> tuple[Any, str | None]:
+    """(ToolCall, error) for a call's name and arguments checked against ``tools``: (None, why)
+    for an unknown tool, (call, why) for arguments that violate its parameters."""
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:  # impossible under the grammar; checked so a bug cannot pass silently
         return None, f"unknown tool {name!r}"
-    args = obj.get("arguments") or {}
+    if args is None:
+        args = {}
     v = validators.get(tool.name)
     if v is None:
         from corral.schema import _validator
@@ -290,22 +305,37 @@ def read_call(text: str, tools: Sequence[Tool], validators: dict[str, Any]) -> t
             value = tool.model.model_validate(args)
         except Exception as e:  # a Pydantic validator the schema cannot express
             errors = [str(e)]
-    call = ToolCall(tool.name, args, value, tool)
+    call = ToolCall(tool.name, args if isinstance(args, dict) else {}, value, tool)
     return call, ("arguments violate the parameters: " + "; ".join(errors[:3]) if errors else None)
 
 
-def tools_prompt(tools: Sequence[Tool], mode: str, name: str | None = None) -> str:
-    """The system-prompt text that tells the model about the tools and the call format."""
-    lines = [
-        "You can call functions. To call one, reply with only a JSON object "
-        '{"name": <function name>, "arguments": <object of arguments>}.',
-    ]
-    if name is not None:
-        lines.append(f"Call the function {name}.")
-    elif mode == "required":
-        lines.append("You must call one of the functions.")
-    else:
-        lines.append("If no function is needed, reply in plain text instead.")
+_FORMAT_LINES = {
+    "json": 'To call one, reply with only a JSON object {"name": <function name>, "arguments": '
+    "<object of arguments>}.",
+    "hermes": "To call one, reply with <tool_call>\n"
+    '{"name": <function name>, "arguments": <object of arguments>}\n</tool_call>.',
+    "llama3": 'To call one, reply with only a JSON object {"name": <function name>, "parameters": '
+    "<object of arguments>}.",
+    "mistral": 'To call one, reply with [TOOL_CALLS][{"name": <function name>, "arguments": '
+    "<object of arguments>}].",
+}
+_SEVERAL = {
+    "json": "To call several, write one object per line.",
+    "hermes": "To call several, write one <tool_call> block per call.",
+    "llama3": "To call several, separate the objects with '; '.",
+    "mistral": "To call several, put every call in the list.",
+}
+
+
+def tools_prompt(
+    tools: Sequence[Tool], mode: str, name: str | None = None, fmt: str = "json", parallel: bool = False
+) -> str:
+    """The system-prompt text that tells the model about the tools and the call format ``fmt``
+    (a :data:`corral.grammar.tool_formats.FORMATS` name)."""
+    lines = ["You can call functions. " + _FORMAT_LINES.get(fmt, _FORMAT_LINES["json"])]
+    if parallel and name is None:
+        lines.append(_SEVERAL.get(fmt, _SEVERAL["json"]))
+    lines.append(choice_note(mode, name) or "If no function is needed, reply in plain text instead.")
     lines.append("Functions:")
     for t in tools:
         desc = f": {t.description}" if t.description else ""
@@ -313,3 +343,12 @@ def tools_prompt(tools: Sequence[Tool], mode: str, name: str | None = None) -> s
             f"- {t.name}{desc} Arguments (JSON Schema): {json.dumps(t.parameters, separators=(',', ':'))}"
         )
     return "\n".join(lines)
+
+
+def choice_note(mode: str, name: str | None) -> str:
+    """What the system prompt says about ``tool_choice`` ("" for ``auto``)."""
+    if name is not None:
+        return f"Call the function {name}."
+    if mode == "required":
+        return "You must call one of the functions."
+    return ""

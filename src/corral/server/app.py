@@ -41,7 +41,7 @@ from corral.compile.thinking import ReasoningSplitter
 from corral.errors import BudgetError, CorralError, LimitExceeded, SlotError
 from corral.generation.decode import RowOutput, check_budget
 from corral.grammar import bounded_json
-from corral.grammar.tools import ToolCall
+from corral.grammar.tool_formats import detect_format
 from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
 from corral.server.config import ServerConfig
@@ -58,10 +58,10 @@ from corral.server.protocol import (
     parse_chat,
     parse_completion,
     schema_spec,
-    tool_call_json,
     usage,
 )
 from corral.server.scheduler import Job, Scheduler
+from corral.server.tool_stream import ToolDeltas, tool_message
 
 __all__ = ["CorralServer", "load_schema_dir"]
 
@@ -126,6 +126,9 @@ class CorralServer:
         self.registry: dict[str, ConstraintSpec] = {}
         self.inflight = 0
         self.started = time.time()
+        # (requests' default tool-call format, the format the chat template declares)
+        declared = detect_format(backend.chat_template_source)
+        self.tool_formats = (declared if config.tool_format == "auto" else config.tool_format, declared)
         m = self.metrics
         m.gauge("corral_compile_cache_entries", "Compiled constraints cached.", lambda: self.cache.entries)
         m.gauge(
@@ -323,7 +326,8 @@ class CorralServer:
             deadline = self._deadline(request, body, t0)
             parse = parse_chat if endpoint == "chat" else parse_completion
             aliases = self.config.aliases
-            req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n)
+            extra = {"tool_formats": self.tool_formats} if endpoint == "chat" else {}
+            req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n, **extra)
             obs.stage = "constraint"  # failures from here to the binding are refusals
             constraint, hit, compile_s = await self._within(
                 self._constraint(req.spec, obs), deadline, 504, "compiling the constraint"
@@ -466,7 +470,8 @@ class CorralServer:
         """Token ids of each prompt (chat: the model's template; completions: raw text)."""
         try:
             if req.endpoint == "chat":
-                return [self.backend.render(req.prompts[0], chat=True)]
+                tools, kwargs = req.template_tools, req.template_kwargs
+                return [self.backend.render(req.prompts[0], chat=True, tools=tools, template_kwargs=kwargs)]
             return [self.backend.render(p, chat=False) for p in req.prompts]
         except CorralError as e:
             raise APIError(400, str(e), "invalid_request", "messages") from None
@@ -561,10 +566,11 @@ class CorralServer:
             if job.constraint is not None and job.constraint.think is not None:
                 # The think block goes out as reasoning_content (vLLM's / DeepSeek's field).
                 message["reasoning_content"], message["content"] = job.constraint.split(text)
-            if isinstance(value, ToolCall):
-                message["content"] = None
-                message["tool_calls"] = [tool_call_json(value, f"call_{rid[:16]}_{index}")]
-                choice["finish_reason"] = "tool_calls" if finish == "stop" else finish
+            if job.constraint is not None and job.constraint.spec.without_thinking().kind == "tools":
+                fields, error = tool_message(job.constraint, text, f"call_{rid[:16]}_{index}")
+                message.update(fields)
+                if "tool_calls" in fields:
+                    choice["finish_reason"] = "tool_calls" if finish == "stop" else finish
             choice["message"] = message
         else:
             choice["text"] = text
@@ -625,18 +631,16 @@ class CorralServer:
     ) -> AsyncIterator[str]:
         """Server-sent events in OpenAI's chunk format, ending with ``data: [DONE]``.
 
-        Tool calls are sent whole, as one delta when the row ends (their text is the call
-        JSON); under ``tool_choice="auto"`` a reply is streamed as content as soon as its first
-        character shows it is text."""
+        A tools reply streams as OpenAI's do: prose as content, each call as a delta with its
+        id and name, then its argument deltas (:class:`~corral.server.tool_stream.ToolDeltas`)."""
         chat = req.endpoint == "chat"
         kind = "chat.completion.chunk" if chat else "text_completion"
         base = envelope(kind, rid, req.model)
         rows = len(job.prompts)
-        tools_mode = (
-            job.constraint.tool_mode if job.constraint is not None and job.constraint.kind == "tools" else ""
-        )
-        # Per row: "text" (stream deltas), "call" (buffer: a tool call), "?" (auto: undecided).
-        mode = ["call" if tools_mode == "required" else "?" if tools_mode == "auto" else "text"] * rows
+        c = job.constraint
+        calls = chat and c is not None and c.spec.without_thinking().kind == "tools"
+        # A tools reply streams as content and tool_calls deltas (corral.server.tool_stream).
+        tool_rows = [ToolDeltas(c, f"call_{rid[:16]}_{i}") if calls else None for i in range(rows)]
         outs: list[RowOutput | None] = [None] * rows
         think = job.constraint.think if chat and job.constraint is not None else None
         # A think block streams as reasoning_content deltas, split off as the text arrives.
@@ -679,32 +683,34 @@ class CorralServer:
                     if what == "reasoning":
                         yield chunk(i, {"reasoning_content": piece})
                         continue
-                    if mode[i] == "?" and piece:
-                        mode[i] = "call" if piece.startswith("{") else "text"
-                    if mode[i] == "text":
-                        yield chunk(i, {"content": piece} if chat else piece)
+                    tr = tool_rows[i]
+                    for d in tr.feed(piece) if tr is not None else [{"content": piece} if chat else piece]:
+                        yield chunk(i, d)
                 if extra := traces.progress(i):  # logprobs / trace of the tokens now complete
                     yield chunk(i, {} if chat else "", None, extra)
-                continue  # a call's text is read whole from the row's output when it ends
+                continue
             out: RowOutput = payload
             outs[i] = out
             sp = splitters[i]
+            tr = tool_rows[i]
             for what, piece in sp.finish() if sp is not None else []:
                 if what == "reasoning":
                     yield chunk(i, {"reasoning_content": piece})
-                elif mode[i] != "call":
+                elif tr is not None:
+                    for d in tr.feed(piece):
+                        yield chunk(i, d)
+                else:
                     yield chunk(i, {"content": piece})
             if req.trace is not None:
                 error = job.constraint.read(self._text(out))[1] if job.constraint is not None else None
                 if extra := traces.final(i, out, error, job.constraint is not None):
                     yield chunk(i, {} if chat else "", None, extra)
             finish = FINISH.get(out.stop_reason, "stop")
-            if mode[i] == "call" and job.constraint is not None:
-                value, _ = job.constraint.read(self._text(out))
-                if isinstance(value, ToolCall):
-                    call = tool_call_json(value, f"call_{rid[:16]}_{i}")
-                    yield chunk(i, {"tool_calls": [{"index": 0, **call}]})
-                    finish = "tool_calls" if finish == "stop" else finish
+            if tr is not None:
+                deltas, called = tr.finish()
+                for d in deltas:
+                    yield chunk(i, d)
+                finish = "tool_calls" if called and finish == "stop" else finish
             yield chunk(i, {} if chat else "", finish)
         state["finished"] = True
         done = [o for o in outs if o is not None]

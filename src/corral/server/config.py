@@ -58,6 +58,10 @@ class ServerConfig:
         Seconds a 429 (server full) tells the client to wait (``Retry-After``).
     playground : bool
         Serve the playground page at ``/playground`` (``--no-playground`` turns it off).
+    tool_format : str
+        The tool-call format (``--tool-format``): ``"auto"`` (default: the one the model's chat
+        template declares, else ``"json"``) or a :data:`corral.grammar.tool_formats.FORMATS`
+        name; a request may name another (``tool_format``).
     """
 
     model_name: str = "model"
@@ -77,3 +81,4 @@ class ServerConfig:
     shutdown_timeout: float = 10.0
     retry_after: int = 1
     playground: bool = True
+    tool_format: str = "auto"

@@ -3,24 +3,27 @@ results turned into response objects and stream chunks.
 
 Only what corral implements is accepted; a field whose effect corral cannot honour (``stop``,
 penalties, ``echo``, ``suffix``, non-text content parts) is a 400 rather than being
-silently ignored. Fields that change nothing here (``user``, ``metadata``, ``store``,
-``parallel_tool_calls``, ...) are accepted.
+silently ignored. Fields that change nothing here (``user``, ``metadata``, ``store``, ...) are
+accepted. Tools: ``tools``, ``tool_choice`` (none / auto / required / named),
+``parallel_tool_calls`` and corral's ``tool_format`` (:mod:`corral.grammar.tool_formats`); a
+chat template that declares tools renders them (and past calls) itself.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from corral.compile import ConstraintSpec
 from corral.errors import CorralError
-from corral.grammar.tools import ToolCall
+from corral.grammar.tool_formats import FORMATS, get_format, history
+from corral.grammar.tools import ToolCall, choice_note
 from corral.runtime.sampling import SamplingParams
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logprobs import TraceRequest, parse_trace
-from corral.server.tools import Tool, parse_tool_choice, parse_tools, tools_prompt
+from corral.server.tool_stream import call_json
+from corral.server.tools import Tool, assistant_calls, parse_tool_choice, parse_tools, tools_prompt
 
 __all__ = ["GenRequest", "json_object_spec", "parse_chat", "parse_completion", "schema_spec", "tools_spec"]
 
@@ -44,6 +47,8 @@ class GenRequest:
     tool_mode: str = "none"
     slots: dict[str, list[str]] | None = None  # corral extension: values of x-corral-slot fields
     trace: TraceRequest | None = None  # logprobs / top_logprobs, and the corral_trace extension
+    template_tools: list[dict[str, Any]] | None = None  # tools for a template that renders them
+    template_kwargs: dict[str, Any] | None = None  # chat_template_kwargs
 
 
 def _slots(body: dict[str, Any]) -> dict[str, list[str]] | None:
@@ -216,13 +221,14 @@ def _content(content: Any, where: str) -> str:
     raise _bad(f"{where} must be a string or an array of content parts", where)
 
 
-def _messages(raw: Any) -> list[dict[str, str]]:
+def _messages(raw: Any, fmt: str = "json", structured: bool = False) -> list[dict[str, Any]]:
     """Messages as the chat template takes them ({"role", "content"} strings). Assistant tool
-    calls are written in the call format the model was asked to use; tool results keep the
-    "tool" role."""
+    calls are kept as ``tool_calls`` (arguments as objects) for a template that renders them
+    (``structured``), else written into the content in the call format ``fmt``; tool results
+    keep the "tool" role."""
     if not isinstance(raw, list) or not raw:
         raise _bad("messages must be a non-empty array", "messages")
-    out = []
+    out: list[dict[str, Any]] = []
     for i, m in enumerate(raw):
         where = f"messages[{i}]"
         if not isinstance(m, dict):
@@ -231,19 +237,48 @@ def _messages(raw: Any) -> list[dict[str, str]]:
         if role not in ("system", "developer", "user", "assistant", "tool", "function"):
             raise _bad(f"{where}.role {role!r} is not a chat role", f"{where}.role")
         text: str = _content(m.get("content"), f"{where}.content")
-        if role == "assistant" and m.get("tool_calls"):
-            calls = []
-            for c in m["tool_calls"]:
-                fn = (c or {}).get("function") or {}
-                try:
-                    args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
-                    args = fn.get("arguments")
-                calls.append(json.dumps({"name": fn.get("name"), "arguments": args}, indent=2))
-            text = "\n".join([text, *calls]) if text else "\n".join(calls)
         role = {"developer": "system", "function": "tool"}.get(role, role)
-        out.append({"role": str(role), "content": text})
-    return out
+        msg: dict[str, Any] = {"role": str(role), "content": text}
+        if role == "assistant" and m.get("tool_calls"):
+            calls = assistant_calls(m["tool_calls"], f"{where}.tool_calls")
+            msg["tool_calls"] = [{"id": cid, "function": {"name": n, "arguments": a}} for cid, n, a in calls]
+        if role == "tool" and structured and isinstance(m.get("tool_call_id"), str):
+            msg["tool_call_id"] = m["tool_call_id"]
+        out.append(msg)
+    return history(out, get_format(fmt), structured)
+
+
+def _tool_options(
+    body: dict[str, Any], tools: list[Tool], defaults: tuple[str, str]
+) -> tuple[str, bool, bool]:
+    """(format, parallel, structured): the call format (corral's ``tool_format`` extension, else
+    the server's), ``parallel_tool_calls`` (OpenAI's default: true) and whether the chat
+    template renders the tools itself (it declares that same format)."""
+    default, template = defaults
+    fmt = body.get("tool_format", default)
+    if fmt in (None, "auto"):
+        fmt = default
+    if fmt not in FORMATS:
+        raise _bad(f"tool_format must be one of {sorted(FORMATS)} or 'auto', got {fmt!r}", "tool_format")
+    parallel = body.get("parallel_tool_calls", True)
+    if not isinstance(parallel, bool):
+        raise _bad("parallel_tool_calls must be a boolean", "parallel_tool_calls")
+    return fmt, parallel, bool(tools) and template != "json" and fmt == template
+
+
+_RESERVED_TEMPLATE_VARS = {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"}
+
+
+def _template_kwargs(body: dict[str, Any]) -> dict[str, Any] | None:
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs is None:
+        return None
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise _bad("chat_template_kwargs must be an object", "chat_template_kwargs")
+    clash = sorted(set(kwargs) & _RESERVED_TEMPLATE_VARS)
+    if clash:
+        raise _bad(f"chat_template_kwargs may not set {clash}", "chat_template_kwargs")
+    return dict(kwargs) or None
 
 
 def _thinking(body: dict[str, Any]) -> Any:
@@ -262,29 +297,48 @@ def _thinking(body: dict[str, Any]) -> Any:
 
 
 def parse_chat(
-    body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
+    body: dict[str, Any],
+    served: str,
+    aliases: set[str],
+    registry: dict[str, Any],
+    max_n: int,
+    tool_formats: tuple[str, str] = ("json", "json"),
 ) -> GenRequest:
-    """Check a ``/v1/chat/completions`` body (raises APIError)."""
+    """Check a ``/v1/chat/completions`` body (raises APIError). ``tool_formats``: (the call
+    format requests get unless they name one, the format the chat template declares)."""
     model = _model(body, served, aliases)
-    messages = _messages(body.get("messages"))
     params, n, max_tokens, stream, include_usage = _common(body, max_n)
     spec = _response_format(body.get("response_format"), registry)
     tools = parse_tools(body["tools"]) if body.get("tools") is not None else []
     mode, name = parse_tool_choice(body.get("tool_choice"), tools)
+    fmt, parallel, structured = _tool_options(body, tools, tool_formats)
+    messages = _messages(body.get("messages"), fmt, structured)
+    template_tools = None
     if mode != "none":
         chosen = [t for t in tools if t.name == name] if name else tools
-        if spec is not None and mode == "auto":
-            raise _bad(
-                'tool_choice "auto" with a JSON response_format is not supported: use "required" or "none"',
-                "tool_choice",
-                "unsupported_parameter",
+        answer = None
+        if spec is not None and mode == "auto":  # a call, or an answer valid for the schema
+            if spec.kind not in ("json_schema", "json_object"):
+                raise _bad(
+                    'tool_choice "auto" combines with a json_schema or json_object response_format only',
+                    "response_format",
+                    "unsupported_parameter",
+                )
+            answer = spec.schema
+        try:
+            spec = ConstraintSpec.tool_calls(
+                chosen, mode, param="tools", tool_format=fmt, parallel=parallel, answer=answer
             )
-        spec = tools_spec(chosen, mode)
-        # Tell the model about the tools: appended to the system message (or a new one first).
-        note = tools_prompt(chosen, mode, name)
-        if messages[0]["role"] == "system":
-            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + note}
-        else:
+        except (TypeError, ValueError, CorralError) as e:
+            raise error_from_exception(e, "tools") from None
+        if structured:  # the template describes the tools and the format in its own words
+            template_tools = [{"type": "function", "function": t.as_json()} for t in chosen]
+            note = choice_note(mode, name)
+        else:  # corral tells the model about the tools and the format
+            note = tools_prompt(chosen, mode, name, fmt, parallel)
+        if note and messages[0]["role"] == "system":
+            messages[0] = {**messages[0], "content": messages[0]["content"] + "\n\n" + note}
+        elif note:
             messages.insert(0, {"role": "system", "content": note})
     thinking = _thinking(body)
     if thinking is not None:
@@ -308,6 +362,8 @@ def parse_chat(
         mode,
         _slots(body),
         parse_trace(body, "chat"),
+        template_tools,
+        _template_kwargs(body),
     )
 
 
@@ -370,11 +426,7 @@ def parse_completion(
 
 
 def tool_call_json(call: ToolCall, call_id: str) -> dict[str, Any]:
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)},
-    }
+    return call_json(call, call_id)
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

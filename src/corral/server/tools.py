@@ -5,13 +5,14 @@ OpenAI error format. What a tool is, the call schema and reading calls back live
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from corral.errors import ToolError
 from corral.grammar.tools import Tool, tools_from, tools_prompt
 from corral.server.errors import APIError, error_from_exception
 
-__all__ = ["Tool", "parse_tool_choice", "parse_tools", "tools_prompt"]
+__all__ = ["Tool", "assistant_calls", "parse_tool_choice", "parse_tools", "tools_prompt"]
 
 
 def parse_tools(raw: Any) -> list[Tool]:
@@ -53,3 +54,27 @@ def parse_tool_choice(raw: Any, tools: list[Tool] | None) -> tuple[str, str | No
         "invalid_tools",
         "tool_choice",
     )
+
+
+def assistant_calls(raw: Any, where: str) -> list[tuple[str, str, Any]]:
+    """(id, name, arguments) of an assistant message's ``tool_calls`` (the arguments JSON string
+    decoded; an object as sent stays as is). Raises APIError 400 naming the bad entry."""
+    if not isinstance(raw, list):
+        raise APIError(400, f"{where} must be an array", "invalid_request", where)
+    out = []
+    for k, c in enumerate(raw):
+        fn = c.get("function") if isinstance(c, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str):
+            raise APIError(400, f"{where}[{k}].function.name is missing", "invalid_request", f"{where}[{k}]")
+        args: Any = fn.get("arguments") or "{}"
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                raise APIError(
+                    400, f"{where}[{k}].function.arguments is not JSON", "invalid_request", f"{where}[{k}]"
+                ) from None
+        cid = c.get("id") if isinstance(c.get("id"), str) else f"call_{k}"
+        out.append((cid, name, args))
+    return out

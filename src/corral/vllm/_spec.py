@@ -12,7 +12,8 @@ In:  ``SamplingParams.extra_args`` (the OpenAI server fills it from ``vllm_xargs
   (JSON text), ``corral_regex``, ``corral_grammar``, ``corral_choices``, ``corral_json``,
   ``corral_tools``, ``corral_tool_choice``, ``corral_structural_tags``, ``corral_triggers``,
   ``corral_thinking``, ``corral_schema_options``, ``corral_limits``, ``corral_slots`` (objects
-  as JSON text).
+  as JSON text), ``corral_tool_format`` and ``corral_parallel_tool_calls`` (tools in a model
+  family's call format, several calls per reply: :mod:`corral.grammar.tool_formats`).
 
 Out: a :class:`RequestConstraint` — the :class:`corral.compile.ConstraintSpec` (built by the same
 rules as ``corral.generate``: :func:`corral.compile.spec_from_args`) and the slot values — or None
@@ -44,7 +45,16 @@ __all__ = [
 KINDS = ("json_schema", "regex", "grammar", "choices", "json", "tools", "structural_tags")
 """The constraint kinds a request may give (exactly one)."""
 
-_OPTIONS = ("schema_options", "limits", "slots", "tool_choice", "thinking", "triggers")
+_OPTIONS = (
+    "schema_options",
+    "limits",
+    "slots",
+    "tool_choice",
+    "thinking",
+    "triggers",
+    "tool_format",
+    "parallel_tool_calls",
+)
 _JSON_TEXT = (
     "json_schema",
     "schema_options",
@@ -55,6 +65,7 @@ _JSON_TEXT = (
     "structural_tags",
     "thinking",
     "triggers",
+    "parallel_tool_calls",
 )
 
 
