@@ -44,6 +44,7 @@ from corral.generation import (
     load_model,
     stream,
 )
+from corral.generation.validation import CheckFailure, ValidationReport
 from corral.grammar.tools import ToolCall
 from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
 from corral.integrations.transformers import TransformersLogitsProcessor
@@ -65,6 +66,8 @@ __all__ = [
     "LlamaCppLogitsProcessor",
     "ToolCall",
     "ToolError",
+    "CheckFailure",
+    "ValidationReport",
     "TransformersLogitsProcessor",
     "compile_constraint",
     "GenerationResult",
