@@ -24,6 +24,8 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +123,15 @@ class Scheduler:
         job.cancelled = True
         self._inbox.put(("cancel", job))
 
+    def call(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run ``fn()`` on the scheduler thread between two decoding steps (this thread owns
+        the model): whole-answer scoring for ``/v1/classify`` and greedy ``choices``. Its result
+        or exception comes back through the future; a future cancelled before it starts is
+        skipped."""
+        fut: Future[Any] = Future()
+        self._inbox.put(("call", (fn, fut)))  # type: ignore[arg-type]
+        return fut
+
     # ---------------------------------------------------------------- scheduler thread
 
     def _run(self) -> None:
@@ -147,10 +158,21 @@ class Scheduler:
                 self._waiting.append(job)
             elif kind == "cancel":
                 self._cancel(job)
+            elif kind == "call":
+                self._call(*job)  # type: ignore[misc]
             try:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 return
+
+    @staticmethod
+    def _call(fn: Callable[[], Any], fut: Future[Any]) -> None:
+        if not fut.set_running_or_notify_cancel():
+            return  # the request gave up (deadline, client gone) before its turn
+        try:
+            fut.set_result(fn())
+        except Exception as e:  # handed to the request, which answers 400/500
+            fut.set_exception(e)
 
     def _cancel(self, job: Job) -> None:
         if job in self._waiting:
