@@ -299,6 +299,7 @@ def classify(
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings (got one string)")
+    validate_choices(labels, what="label")
     free = _content_free(calibrate)
     if (
         isinstance(label_orders, bool)
