@@ -137,7 +137,9 @@ class ClassifyAPI:
             )
             deadline = s._deadline(request, body, t0)
             texts, labels, kwargs = parse_classify(body, s.config.model_name, s.config.aliases)
-            results = await self._on_scheduler(lambda: classify(s.backend, texts, labels, **kwargs), deadline)
+            results = await run_on_scheduler(
+                s, lambda: classify(s.backend, texts, labels, **kwargs), deadline, "classifying"
+            )
             s.metrics.requests.inc(endpoint="classify", status="200")
             s.metrics.latency.observe(time.perf_counter() - t0, endpoint="classify")
             log_event(
@@ -159,9 +161,6 @@ class ClassifyAPI:
             return s._fail(error_from_exception(e), "classify", rid, t0, exc=e)
         finally:
             s.inflight -= 1
-
-    async def _on_scheduler(self, fn: Any, deadline: float) -> Any:
-        return await run_on_scheduler(self.server, fn, deadline, "classifying")
 
 
 async def run_on_scheduler(server: CorralServer, fn: Any, deadline: float, what: str) -> Any:

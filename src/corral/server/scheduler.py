@@ -5,7 +5,8 @@ Requests arrive as :class:`Job` objects whose constraints are already compiled (
 happens in the compile cache's threads, so a request with a new schema never reaches this
 thread until its grammar is ready: it waits alone). Each loop iteration
 
-1. takes new jobs and cancellations from the inbox (thread-safe),
+1. takes new jobs, cancellations and calls from the inbox (thread-safe; a call — whole-answer
+   scoring for ``/v1/classify`` and greedy ``choices`` — runs right there, between two steps),
 2. admits waiting jobs while the batch has room (``max_batch`` rows; a job's ``n`` rows join
    together), adding their rows to the :class:`~corral.generation.decode.DecodeEngine`,
 3. runs one engine step: one batched forward pass for every decoding row (each with its own
