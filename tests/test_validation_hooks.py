@@ -248,3 +248,21 @@ def test_batch_prompts(smol_model: Any) -> None:
         smol_model, prompts, schema=COLOUR, max_new_tokens=40, checks=[lambda v: v["size"] < 1000]
     )
     assert len(rs) == 2 and all(r.validation is not None and r.validation.ok for r in rs)
+
+
+def test_backtrack_without_a_path_redoes_the_whole_output(smol_model: Any) -> None:
+    first = _first(smol_model)
+    r = corral.generate(
+        smol_model,
+        PROMPT,
+        schema=COLOUR,
+        max_new_tokens=40,
+        checks=[lambda v: v != first.value],
+        on_invalid="backtrack",
+        max_tries=1,
+    )
+    second = r.validation.attempts[1]
+    assert second.how == "backtrack" and second.path is None
+    assert second.text != first.text
+    jsonschema.validate(json.loads(second.text), COLOUR)
+    assert r.valid == (json.loads(second.text) != first.value)

@@ -492,8 +492,9 @@ class _Ctx:
         rejected: dict[str | None, list[bytes]] = {}
         tokens = list(r.tokens)
         for _ in range(self.max_tries):
-            failure = next((f for f in report.failures if value_span(r.text, f.path) is not None), None)
-            path = failure.path if failure is not None else None
+            # The first failure that names a value found in the output; else the whole output.
+            located = [f.path for f in report.failures if f.path and value_span(r.text, f.path) is not None]
+            path = located[0] if located else None
             span = value_span(r.text, path) or (0, len(r.text))
             start = len(r.text[: span[0]].encode("utf-8"))
             seen = rejected.setdefault(path, [])
