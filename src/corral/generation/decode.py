@@ -43,6 +43,7 @@ from corral.runtime.masks import apply_token_bitmask_, full_bitmask
 from corral.runtime.sampling import SamplingParams, make_generator, sample
 from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.runtime.tokens import TokenTools, any_allowed, tools_for
+from corral.runtime.trace import StepTrace, logits_row, record_step
 
 __all__ = [
     "BudgetError",
@@ -71,6 +72,12 @@ class RowOutput:
     forward_passes: int = 0
     forced_tokens: int = 0  # appended by jump-ahead without a forward pass of their own
     error: str = ""
+    #: Steps sampled under a mask, and the tokens those masks allowed in all (their ratio to
+    #: the vocabulary is the mask density: how much the constraint narrowed the choice).
+    masked_steps: int = 0
+    allowed_total: int = 0
+    #: Per-step records when the row was added with ``trace=`` (:mod:`corral.runtime.trace`).
+    trace: StepTrace | None = None
 
 
 @dataclass(eq=False)
@@ -183,6 +190,7 @@ class DecodeEngine:
         on_finish: Callable[[Row], None] | None = None,
         tag: Any = None,
         think: ThinkFormat | None = None,
+        trace: StepTrace | None = None,
     ) -> Row:
         """Queue a row; it is prefilled at the next :meth:`step`.
 
@@ -195,6 +203,9 @@ class DecodeEngine:
         Raises :class:`BudgetError` when the constraint's shortest output does not fit
         ``max_new_tokens``, and :class:`corral.CorralError` when the prompt plus the budget
         exceed the model's context — both before the row joins.
+
+        ``trace``: fill this :class:`~corral.runtime.trace.StepTrace` with a record per step
+        (logprobs, allowed count, the choices the mask removed); it is also ``row.out.trace``.
         """
         if not prompt:
             raise ValueError("the prompt is empty (no tokens)")
@@ -212,7 +223,7 @@ class DecodeEngine:
             index=self._next_index,
             matcher=matcher,
             budget=max_new_tokens,
-            out=RowOutput(prompt_tokens=len(prompt)),
+            out=RowOutput(prompt_tokens=len(prompt), trace=trace),
             pending=list(prompt),
             decoder=codecs.getincrementaldecoder("utf-8")(errors="replace"),
             params=params,
@@ -226,6 +237,8 @@ class DecodeEngine:
         self._next_index += 1
         if matcher is not None and row.jump_ahead:
             self.force(row)
+        if trace is not None:
+            trace.leading = list(row.out.tokens)
         self.check_done(row)
         if not row.done:
             # Rows finished before any forward pass (fully forced output) never enter a batch.
@@ -282,6 +295,8 @@ class DecodeEngine:
                 self.finish(row, "error", f"internal: completion token {t} rejected ({m.error})")
                 return
         self.emit(row, tail_ids)
+        if row.out.trace is not None:
+            row.out.trace.tail = list(tail_ids)
         row.out.truncated = True
         self.finish(row, "max_tokens")
 
@@ -423,6 +438,9 @@ class DecodeEngine:
             r.out.forward_passes += 1
             r.pending = []
         constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
+        traced = [i for i, r in enumerate(rows) if r.out.trace is not None]
+        raw = {i: logits_row(logits, i) for i in traced}  # before the mask touches them
+        allowed = {}
         if constrained:
             mask = full_bitmask(len(rows), self.tok.width)
             fill_next_token_bitmasks([rows[i].matcher for i in constrained], mask, constrained)  # type: ignore[misc]
@@ -431,12 +449,28 @@ class DecodeEngine:
                 if think is not None:
                     think.narrow(mask[i])
             apply_token_bitmask_(logits, mask)
+            counts = np.bitwise_count(mask[constrained].view(np.uint32)).sum(axis=1)
+            for i, n in zip(constrained, counts.tolist(), strict=True):
+                rows[i].out.masked_steps += 1
+                rows[i].out.allowed_total += int(n)
+                allowed[i] = int(n)
         t2 = time.perf_counter()
         picked = self._sample(rows, logits)
         t3 = time.perf_counter()
-        for r, t in zip(rows, picked, strict=True):
-            if not r.done:  # a callback may have cancelled a row mid-step
+        for i, (r, t) in enumerate(zip(rows, picked, strict=True)):
+            if r.done:  # a callback may have cancelled a row mid-step
+                continue
+            if r.out.trace is None:
                 self.advance(r, t)
+                continue
+            n0 = len(r.out.tokens)
+            masked = logits_row(logits, i) if i in allowed else raw[i]
+            rec = record_step(raw[i], masked, t, allowed.get(i, masked.size), r.out.trace.top_k)
+            r.out.trace.steps.append(rec)
+            self.advance(r, t)
+            tail = r.out.trace.tail
+            new = r.out.tokens[n0 : len(r.out.tokens) - len(tail)]
+            rec.forced = new[1:] if new[:1] == [t] else new
         self.stats.forward_s += t1 - t0
         self.stats.mask_s += t2 - t1 + (time.perf_counter() - t3)
         self.stats.sample_s += t3 - t2
@@ -473,12 +507,15 @@ def decode(
     jump_ahead: bool = True,
     on_text: TextCallback | None = None,
     think: ThinkFormat | None = None,
+    trace: int | None = None,
 ) -> tuple[list[RowOutput], DecodeStats]:
     """Decode every prompt under its constraint, all rows batched together.
 
     Raises :class:`BudgetError` (before any forward pass) when some constraint's shortest
     output needs more than ``max_new_tokens`` tokens. ``think``: the constraints' think block
-    (every row's; ``Constraint.think``), its budget kept to the token.
+    (every row's; ``Constraint.think``), its budget kept to the token. ``trace``: keep a
+    :class:`~corral.runtime.trace.StepTrace` per row (``RowOutput.trace``) with this many
+    alternatives per step (0 keeps only the chosen token's logprob).
     """
     if len(prompts) != len(constraints):
         raise ValueError("one constraint (or None) per prompt")
@@ -499,7 +536,14 @@ def decode(
         cb = None if on_text is None else _bind(on_text, i)
         rows.append(
             engine.add(
-                p, c, max_new_tokens=max_new_tokens, params=params, generator=gen, on_text=cb, think=think
+                p,
+                c,
+                max_new_tokens=max_new_tokens,
+                params=params,
+                generator=gen,
+                on_text=cb,
+                think=think,
+                trace=None if trace is None else StepTrace(top_k=trace),
             )
         )
     engine.run()

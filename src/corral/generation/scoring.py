@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,8 +91,6 @@ def score_continuations(
     candidate as a *complete* answer, so a label that is a prefix of another (``refund`` /
     ``refund_request``) is not favoured just for being shorter. With ``prefix`` (see
     :func:`shared_prefix`), prompts that start with its tokens reuse its KV cache."""
-    import torch
-
     if len(prompts) != len(continuations):
         raise ValueError("one list of continuations per prompt")
     if not prompts:
@@ -102,14 +101,13 @@ def score_continuations(
     n = len(prefix.ids) if prefix is not None else 0
     if prefix is not None and all(len(p) > n and list(p[:n]) == prefix.ids for p in prompts):
         batch = prefix.batch.fork([0] * len(prompts))
-        first = torch.log_softmax(batch.forward([list(p[n:]) for p in prompts]), dim=-1)
+        first = _log_softmax(batch.forward([list(p[n:]) for p in prompts]))
     else:
         batch = backend.new_batch()
-        first = torch.log_softmax(batch.forward([list(p) for p in prompts]), dim=-1)
+        first = _log_softmax(batch.forward([list(p) for p in prompts]))
     scores = np.zeros((len(prompts), n_cand), dtype=np.float64)
     for p, conts in enumerate(continuations):
-        ids = torch.tensor([c[0] for c in conts], dtype=torch.long)
-        scores[p] = first[p, ids].double().cpu().numpy()
+        scores[p] = _numpy(first[p, [c[0] for c in conts]])
     # Rows of the second pass: each prompt's distinct longest continuation prefixes.
     rows: list[tuple[int, tuple[int, ...]]] = []
     where: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}  # (p, prefix) -> (row, index)
@@ -124,9 +122,9 @@ def score_continuations(
         sub = rows[start : start + max_rows]
         fork = batch.fork([p for p, _ in sub])
         logits = fork.forward([list(chunk) for _, chunk in sub], all_positions=True)
-        logp = torch.log_softmax(logits, dim=-1)
+        logp = _log_softmax(logits)
         width = logp.shape[1]
-        ends = torch.tensor(list(end_ids), dtype=torch.long)
+        ends = list(end_ids)
         for p, conts in enumerate(continuations):
             for c, cont in enumerate(conts):
                 for k in range(1, len(cont) + (1 if end_ids else 0)):
@@ -137,5 +135,23 @@ def score_continuations(
                     if k < len(cont):
                         scores[p, c] += float(at[cont[k]])
                     else:
-                        scores[p, c] += float(torch.logsumexp(at[ends], dim=0))
+                        scores[p, c] += float(np.logaddexp.reduce(_numpy(at[ends])))
     return scores
+
+
+def _log_softmax(logits: Any) -> Any:
+    """Log-softmax over the last axis of a torch tensor (kept on its device) or a numpy array
+    (a llama.cpp-only install has no torch)."""
+    if isinstance(logits, np.ndarray):
+        x = logits.astype(np.float64, copy=False)
+        top = x.max(axis=-1, keepdims=True)
+        return x - (top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True)))
+    import torch
+
+    return torch.log_softmax(logits, dim=-1)
+
+
+def _numpy(x: Any) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x.astype(np.float64, copy=False)
+    return x.double().cpu().numpy()
