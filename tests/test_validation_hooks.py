@@ -266,3 +266,31 @@ def test_backtrack_without_a_path_redoes_the_whole_output(smol_model: Any) -> No
     assert second.text != first.text
     jsonschema.validate(json.loads(second.text), COLOUR)
     assert r.valid == (json.loads(second.text) != first.value)
+
+
+def test_backtrack_on_llama_cpp_without_torch() -> None:
+    """The backtrack loop runs on numpy logits too (a llama.cpp-only install has no torch)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("llama_cpp")
+    code = (
+        "import sys\nfor m in ('torch', 'transformers'):\n    sys.modules[m] = None\n"
+        "import json, corral\n"
+        "m = corral.load_model(backend='llama.cpp', threads=1)\n"
+        f"schema = {COLOUR!r}\n"
+        f"first = corral.generate(m, {PROMPT!r}, schema=schema, max_new_tokens=40)\n"
+        "bad = first.value['colour']\n"
+        "r = corral.generate(m, " + repr(PROMPT) + ", schema=schema, max_new_tokens=40,"
+        " checks=[lambda v: corral.CheckFailure('no', '/colour') if v['colour'] == bad else None],"
+        " on_invalid='backtrack')\n"
+        "print(json.dumps([first.value, r.value, [a.how for a in r.validation.attempts]]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    first, second, how = json.loads(out.stdout.strip().splitlines()[-1])
+    assert second is not None and second["colour"] != first["colour"]
+    jsonschema.validate(second, COLOUR)
+    assert how[0] == "initial" and set(how[1:]) == {"backtrack"}

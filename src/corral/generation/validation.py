@@ -270,6 +270,13 @@ def _repeats(written: bytes, paths: Sequence[bytes]) -> bool:
     return any(written.startswith(p) for p in paths)
 
 
+def _any_finite(row: Any) -> bool:
+    """Is any logit of a row finite (a torch tensor, or a numpy array without torch)?"""
+    if isinstance(row, np.ndarray):
+        return bool(np.isfinite(row).any())
+    return bool(row.isfinite().any())
+
+
 def resample_from(
     backend: Backend,
     constraint: Constraint,
@@ -288,8 +295,6 @@ def resample_from(
     ``rejected`` (each a value's bytes) may be written there again: a token that would (with
     what the constraint forces after it) is taken back and the next best one drawn. None when
     the kept prefix no longer matches or every way on is rejected."""
-    import torch
-
     tok = backend.tokenizer
     tools = tools_for(tok)
     eos = set(tok.eos_ids)
@@ -317,7 +322,7 @@ def resample_from(
         fill_next_token_bitmasks([m], mask, [0])
         apply_token_bitmask_(logits, mask)
         for _ in range(_MAX_REDRAWS):
-            if not torch.isfinite(logits[0]).any():
+            if not _any_finite(logits[0]):
                 return None  # every way on writes a rejected value again
             t = sample(logits, params, gen)[0]
             if t in eos and m.is_accepting():
