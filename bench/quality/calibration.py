@@ -88,8 +88,9 @@ def variants(scores: np.ndarray, cf: np.ndarray, gold: np.ndarray) -> dict[str, 
     return out
 
 
-def extra_variants(model: Any, texts: list[str], n: int) -> dict[str, np.ndarray]:
-    """Label-order averaging and reasoning-then-score, raw and contextual (see the module doc)."""
+def extra_variants(model: Any, texts: list[str], n: int, direct: np.ndarray) -> dict[str, np.ndarray]:
+    """Label-order averaging and reasoning-then-score, raw and contextual (see the module doc);
+    ``direct``: the scores in the labels' own order (the first rotation, already computed)."""
     labels = data.LABELS
     out: dict[str, np.ndarray] = {}
     t0 = time.perf_counter()
@@ -97,7 +98,11 @@ def extra_variants(model: Any, texts: list[str], n: int) -> dict[str, np.ndarray
     ctx = np.zeros((n, len(labels)))
     for k in range(len(labels)):
         order = [*labels[k:], *labels[:k]]
-        sc = score_labels(model, texts, labels, descriptions=DESCRIPTIONS, legend_order=order)
+        sc = (
+            direct
+            if k == 0
+            else score_labels(model, texts, labels, descriptions=DESCRIPTIONS, legend_order=order)
+        )
         raw += _calibrated(sc[:n], 1.0, None) / len(labels)
         ctx += _calibrated(sc[:n], 1.0, content_free_prior(sc[n:])) / len(labels)
     out["label orders x3"] = raw
@@ -140,7 +145,7 @@ def main() -> int:
             acc = (pred == gold).mean()
             print(f"| {name} | {label} | {acc:.1%} | {ece(probs, gold):.3f} | {counts} |", flush=True)
         if args.extra:
-            for label, probs in extra_variants(model, texts, len(tickets)).items():
+            for label, probs in extra_variants(model, texts, len(tickets), all_scores).items():
                 pred = probs.argmax(axis=1)
                 counts = " / ".join(str(int((pred == i).sum())) for i in range(len(data.LABELS)))
                 acc = (pred == gold).mean()

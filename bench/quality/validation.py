@@ -110,11 +110,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="qwen2.5-coder-0.5b")
     ap.add_argument("--per-schema", type=int, default=16)
+    ap.add_argument(
+        "--start", type=int, default=0, help="first item index per schema (with --per-schema: a slice)"
+    )
     ap.add_argument("--tries", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--max-new-tokens", type=int, default=400)
     args = ap.parse_args()
-    items = [it for it in data.extraction_items() if int(it["id"].rsplit("-", 1)[1]) < args.per_schema]
+    items = [
+        it
+        for it in data.extraction_items()
+        if args.start <= int(it["id"].rsplit("-", 1)[1]) < args.per_schema
+    ]
     for it in items:  # the rules hold for every gold answer
         assert _passes(rules_for(it["schema_name"], it["prompt"]), it["gold"]), it["id"]
     print(
