@@ -114,6 +114,7 @@ def main() -> int:
         "--start", type=int, default=0, help="first item index per schema (with --per-schema: a slice)"
     )
     ap.add_argument("--tries", type=int, default=2)
+    ap.add_argument("--schemas", default=",".join(data.SCHEMAS), help="comma-separated schema names")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--max-new-tokens", type=int, default=400)
     args = ap.parse_args()
@@ -121,6 +122,7 @@ def main() -> int:
         it
         for it in data.extraction_items()
         if args.start <= int(it["id"].rsplit("-", 1)[1]) < args.per_schema
+        and it["schema_name"] in args.schemas.split(",")
     ]
     for it in items:  # the rules hold for every gold answer
         assert _passes(rules_for(it["schema_name"], it["prompt"]), it["gold"]), it["id"]
@@ -155,6 +157,11 @@ def main() -> int:
                 # The policy re-decodes the first attempt (greedy: the same output): not its cost.
                 walls[policy] += time.perf_counter() - t0 - t_first
                 results[policy].append(r)
+                print(
+                    f"<!-- {it['id']} {policy}: {'passes' if r.valid else 'still fails'} after "
+                    f"{r.validation.retried} more attempt(s), {r.validation.extra_tokens} extra tokens -->",
+                    flush=True,
+                )
             fails = [f"{f.check} {f.path}" for f in first.validation.failures]
             print(f"<!-- {it['id']}: {'ok' if first.valid else fails} -->", flush=True)
         for policy, rs in results.items():
