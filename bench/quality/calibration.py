@@ -88,7 +88,9 @@ def variants(scores: np.ndarray, cf: np.ndarray, gold: np.ndarray) -> dict[str, 
     return out
 
 
-def extra_variants(model: Any, texts: list[str], n: int, direct: np.ndarray) -> dict[str, np.ndarray]:
+def extra_variants(
+    model: Any, texts: list[str], n: int, direct: np.ndarray, reasoning: bool = True
+) -> dict[str, np.ndarray]:
     """Label-order averaging and reasoning-then-score, raw and contextual (see the module doc);
     ``direct``: the scores in the labels' own order (the first rotation, already computed)."""
     labels = data.LABELS
@@ -108,6 +110,8 @@ def extra_variants(model: Any, texts: list[str], n: int, direct: np.ndarray) -> 
     out["label orders x3"] = raw
     out["label orders x3 + contextual"] = ctx
     print(f"<!-- label orders scored in {time.perf_counter() - t0:.1f} s -->", flush=True)
+    if not reasoning:
+        return out
     t0 = time.perf_counter()
     template = DEFAULT_TEMPLATE + REASONING_NOTE
     opts = {"template": template, "instructions": DEFAULT_INSTRUCTIONS, "descriptions": DESCRIPTIONS}
@@ -125,6 +129,7 @@ def main() -> int:
     ap.add_argument("--tickets", type=int, default=90)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--extra", action="store_true", help="also label orders and reasoning mode")
+    ap.add_argument("--no-reasoning", action="store_true", help="with --extra: label orders only")
     args = ap.parse_args()
     tickets = data.routing_tickets()[: args.tickets]
     gold = np.array([data.LABELS.index(g) for _, g in tickets])
@@ -145,7 +150,9 @@ def main() -> int:
             acc = (pred == gold).mean()
             print(f"| {name} | {label} | {acc:.1%} | {ece(probs, gold):.3f} | {counts} |", flush=True)
         if args.extra:
-            for label, probs in extra_variants(model, texts, len(tickets), all_scores).items():
+            for label, probs in extra_variants(
+                model, texts, len(tickets), all_scores, not args.no_reasoning
+            ).items():
                 pred = probs.argmax(axis=1)
                 counts = " / ".join(str(int((pred == i).sum())) for i in range(len(data.LABELS)))
                 acc = (pred == gold).mean()
