@@ -281,3 +281,44 @@ def test_cli_calibrate_agrees_with_the_library(smol_model: Any) -> None:
     raw = corral.classify(smol_model, TICKETS[:1], SINGLE)[0].probabilities
     assert max(abs(got[x] - want[x]) for x in SINGLE) < 1e-4
     assert max(abs(raw[x] - want[x]) for x in SINGLE) > 1e-3  # calibration changed something
+
+
+def test_label_orders_average_the_rotations(smol_model: Any) -> None:
+    """label_orders=k: the probabilities are the mean over the legend's k cyclic orders of each
+    order's own softmax (scores in label order), computed here by hand."""
+    from corral.classification import _calibrated
+
+    labels = SINGLE
+    rs = corral.classify(smol_model, TICKETS[:3], labels, label_orders=3)
+    want = np.zeros((3, 3))
+    for k in range(3):
+        order = [*labels[k:], *labels[:k]]
+        want += _calibrated(score_labels(smol_model, TICKETS[:3], labels, legend_order=order), 1.0, None) / 3
+    for r, w in zip(rs, want, strict=True):
+        assert [r.probabilities[x] for x in labels] == pytest.approx(list(w), abs=1e-6)
+        assert r.top_label == labels[int(np.argmax(w))]
+    one = corral.classify(smol_model, TICKETS[:3], labels, label_orders=1)
+    plain = corral.classify(smol_model, TICKETS[:3], labels)
+    assert [r.probabilities for r in one] == [r.probabilities for r in plain]
+    for bad in (0, 4, True, 1.5):
+        with pytest.raises(ValueError, match="label_orders"):
+            corral.classify(smol_model, ["x"], labels, label_orders=bad)
+
+
+def test_reasoning_mode_scores_after_the_rationale(smol_model: Any) -> None:
+    from corral.classification import DEFAULT_TEMPLATE, REASONING_NOTE, _calibrated
+
+    rs = corral.classify(smol_model, TICKETS[:2], SINGLE, reasoning=12)
+    for r in rs:
+        assert r.rationale and "\n" not in r.rationale and r.to_dict()["rationale"] == r.rationale
+    prefixes = [f"{r.rationale}\nLabel: " for r in rs]
+    scores = score_labels(
+        smol_model, TICKETS[:2], SINGLE, template=DEFAULT_TEMPLATE + REASONING_NOTE, answer_prefixes=prefixes
+    )
+    want = _calibrated(scores, 1.0, None)
+    for r, w in zip(rs, want, strict=True):
+        assert [r.probabilities[x] for x in SINGLE] == pytest.approx(list(w), abs=1e-6)
+    assert corral.classify(smol_model, TICKETS[:1], SINGLE)[0].rationale is None
+    for bad in (0, -3, 5000, "yes"):
+        with pytest.raises(ValueError, match="reasoning"):
+            corral.classify(smol_model, ["x"], SINGLE, reasoning=bad)

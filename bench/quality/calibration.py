@@ -12,6 +12,13 @@ then computed from those scores, so the rows differ only in calibration:
   even-numbered tickets, score the odd ones, and the other way round), so no ticket is scored
   with a temperature fitted on itself.
 
+With ``--extra`` two more ways of scoring are measured against direct scoring, each raw and
+with contextual calibration (no temperature):
+- label orders: the legend listed in the 3 cyclic orders of the labels, probabilities averaged
+  (``classify(label_orders=3)``);
+- reasoning: the model first writes one line of reasoning (at most 48 tokens, greedy), then the
+  labels are scored after it (``classify(reasoning=True)``).
+
 Reports accuracy, expected calibration error (10 equal-width confidence bins) and how often each
 label is predicted.
 """
@@ -33,7 +40,14 @@ from run import DESCRIPTIONS  # noqa: E402
 import corral  # noqa: E402
 from corral.classification import (  # noqa: E402
     CONTENT_FREE_TEXTS,
+    DEFAULT_INSTRUCTIONS,
+    DEFAULT_TEMPLATE,
+    REASONING_NOTE,
+    REASONING_TOKENS,
+    _answer_prefix,
+    _calibrated,
     content_free_prior,
+    rationales_for,
     results_from_scores,
     score_labels,
     temperature_for,
@@ -74,11 +88,48 @@ def variants(scores: np.ndarray, cf: np.ndarray, gold: np.ndarray) -> dict[str, 
     return out
 
 
+def extra_variants(
+    model: Any, texts: list[str], n: int, direct: np.ndarray, reasoning: bool = True
+) -> dict[str, np.ndarray]:
+    """Label-order averaging and reasoning-then-score, raw and contextual (see the module doc);
+    ``direct``: the scores in the labels' own order (the first rotation, already computed)."""
+    labels = data.LABELS
+    out: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    raw = np.zeros((n, len(labels)))
+    ctx = np.zeros((n, len(labels)))
+    for k in range(len(labels)):
+        order = [*labels[k:], *labels[:k]]
+        sc = (
+            direct
+            if k == 0
+            else score_labels(model, texts, labels, descriptions=DESCRIPTIONS, legend_order=order)
+        )
+        raw += _calibrated(sc[:n], 1.0, None) / len(labels)
+        ctx += _calibrated(sc[:n], 1.0, content_free_prior(sc[n:])) / len(labels)
+    out["label orders x3"] = raw
+    out["label orders x3 + contextual"] = ctx
+    print(f"<!-- label orders scored in {time.perf_counter() - t0:.1f} s -->", flush=True)
+    if not reasoning:
+        return out
+    t0 = time.perf_counter()
+    template = DEFAULT_TEMPLATE + REASONING_NOTE
+    opts = {"template": template, "instructions": DEFAULT_INSTRUCTIONS, "descriptions": DESCRIPTIONS}
+    why = rationales_for(model, texts, labels, REASONING_TOKENS, **opts)
+    sc = score_labels(model, texts, labels, answer_prefixes=[_answer_prefix(w) for w in why], **opts)
+    out["reasoning, then scored"] = _calibrated(sc[:n], 1.0, None)
+    out["reasoning, then scored + contextual"] = _calibrated(sc[:n], 1.0, content_free_prior(sc[n:]))
+    print(f"<!-- reasoning: {time.perf_counter() - t0:.1f} s; e.g. {why[0]!r} -->", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="smollm2-135m,qwen2.5-coder-0.5b")
     ap.add_argument("--tickets", type=int, default=90)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--extra", action="store_true", help="also label orders and reasoning mode")
+    ap.add_argument("--no-reasoning", action="store_true", help="with --extra: label orders only")
     args = ap.parse_args()
     tickets = data.routing_tickets()[: args.tickets]
     gold = np.array([data.LABELS.index(g) for _, g in tickets])
@@ -98,6 +149,14 @@ def main() -> int:
             counts = " / ".join(str(int((pred == i).sum())) for i in range(len(data.LABELS)))
             acc = (pred == gold).mean()
             print(f"| {name} | {label} | {acc:.1%} | {ece(probs, gold):.3f} | {counts} |", flush=True)
+        if args.extra:
+            for label, probs in extra_variants(
+                model, texts, len(tickets), all_scores, not args.no_reasoning
+            ).items():
+                pred = probs.argmax(axis=1)
+                counts = " / ".join(str(int((pred == i).sum())) for i in range(len(data.LABELS)))
+                acc = (pred == gold).mean()
+                print(f"| {name} | {label} | {acc:.1%} | {ece(probs, gold):.3f} | {counts} |", flush=True)
         del model
     return 0
 

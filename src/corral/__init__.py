@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the names below, for type checkers and the API reference (r
         load_model,
         stream,
     )
+    from corral.generation.validation import CheckFailure, ValidationReport
     from corral.grammar.tools import ToolCall
     from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
     from corral.integrations.transformers import TransformersLogitsProcessor
@@ -87,6 +88,8 @@ _LAZY: dict[str, str] = {
     "TokenizerError": "corral.errors",
     "ToolError": "corral.errors",
     "UnsupportedSchemaError": "corral.errors",
+    "CheckFailure": "corral.generation.validation",
+    "ValidationReport": "corral.generation.validation",
     "GenerationResult": "corral.generation",
     "SamplingParams": "corral.generation",
     "TextStream": "corral.generation",
@@ -118,6 +121,8 @@ __all__ = [
     "LlamaCppLogitsProcessor",
     "ToolCall",
     "ToolError",
+    "CheckFailure",
+    "ValidationReport",
     "TransformersLogitsProcessor",
     "compile_constraint",
     "GenerationResult",

@@ -20,6 +20,7 @@ prompt, instructions) is computed once per call.
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "content_free_prior",
     "fit_temperature",
     "DEFAULT_TEMPLATE",
+    "check_template",
 ]
 
 DEFAULT_TEMPLATE = "{instructions}\n\nLabels:\n{legend}\n\nText:\n{text}\n\nAnswer with the label only."
@@ -65,6 +67,8 @@ class Classification:
         ``length_normalize`` is on), before calibration.
     review : bool
         True when routed to review by ``threshold``.
+    rationale : str or None
+        The model's reasoning before the label (``reasoning=``), else None.
     """
 
     label: str | None
@@ -73,9 +77,12 @@ class Classification:
     probabilities: dict[str, float]
     logprobs: dict[str, float]
     review: bool
+    rationale: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {} if self.rationale is None else {"rationale": self.rationale}
         return {
+            **extra,
             "label": self.label,
             "top_label": self.top_label,
             "probability": self.probability,
@@ -83,6 +90,37 @@ class Classification:
             "probabilities": self.probabilities,
             "logprobs": self.logprobs,
         }
+
+
+_TEMPLATE_FIELDS = ("text", "labels", "legend", "instructions")
+
+
+def check_template(template: str) -> None:
+    """Raise ``ValueError`` unless ``template`` is a prompt template :func:`classify` can fill:
+    ``{text}`` present, and only the plain fields ``{text}``, ``{labels}``, ``{legend}``,
+    ``{instructions}`` (no attribute or index access, conversions or format specs: a template
+    from a stranger, as the server takes, must not reach into Python objects)."""
+    if not isinstance(template, str):
+        raise TypeError(f"template must be a string, got {type(template).__name__}")
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise ValueError(
+            f"template is not a valid format string: {e} (write {{{{ and }}}} for braces)"
+        ) from None
+    names = set()
+    for _, name, spec, conv in parts:
+        if name is None:
+            continue
+        if name not in _TEMPLATE_FIELDS or spec or conv:
+            shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+            raise ValueError(
+                f"template field {shown} is not allowed: use {{text}}, {{labels}}, {{legend}} or "
+                "{instructions} (write {{ and }} for literal braces)"
+            )
+        names.add(name)
+    if "text" not in names:
+        raise ValueError("template must contain {text}")
 
 
 def _legend(labels: Sequence[str], descriptions: Mapping[str, str] | None) -> str:
@@ -119,17 +157,27 @@ def score_labels(
     batch_size: int = 8,
     on_batch: Callable[[int], None] | None = None,
     tokenizer: Any = None,
+    legend_order: Sequence[str] | None = None,
+    answer_prefixes: Sequence[str] | None = None,
 ) -> np.ndarray:
-    """``(texts, labels)`` sequence log-probabilities (the raw scores :func:`classify` uses)."""
+    """``(texts, labels)`` sequence log-probabilities (the raw scores :func:`classify` uses).
+
+    ``legend_order``: the labels in the order the prompt lists them (default: ``labels``'s;
+    the scores stay in ``labels`` order). ``answer_prefixes``: per text, what the answer starts
+    with before the label (a rationale, in ``reasoning`` mode)."""
     backend = as_backend(model, tokenizer)
     validate_choices(labels, what="label")
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings (got one string)")
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    if "{text}" not in template:
-        raise ValueError("template must contain {text}")
-    legend = _legend(labels, descriptions)
+    check_template(template)
+    shown = list(labels) if legend_order is None else list(legend_order)
+    if sorted(shown) != sorted(labels):
+        raise ValueError("legend_order must list the same labels")
+    if answer_prefixes is not None and len(answer_prefixes) != len(texts):
+        raise ValueError("one answer prefix per text")
+    legend = _legend(shown, descriptions)
     end_ids = tuple(backend.tokenizer.eos_ids)
     # Render everything first: bad input fails before any model work, and the prompts' common
     # prefix (chat system prompt, instructions) is computed once for the whole job.
@@ -138,11 +186,13 @@ def score_labels(
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"text {i} is {type(text).__name__}, not a string")
-        body = template.format(text=text, labels=", ".join(labels), legend=legend, instructions=instructions)
+        body = template.format(text=text, labels=", ".join(shown), legend=legend, instructions=instructions)
         prompt: Any = body
         if system is not None:
             prompt = [{"role": "system", "content": system}, {"role": "user", "content": body}]
         ptext, add_special = backend.render_text(prompt, chat=chat)
+        if answer_prefixes is not None:
+            ptext += answer_prefixes[i]
         pids = backend.encode(ptext, add_special=add_special)
         ids = [answer_ids(backend, ptext, pids, lab, add_special) for lab in labels]
         for lab, lid in zip(labels, ids, strict=True):
@@ -193,6 +243,8 @@ def classify(
     progress: bool = False,
     tokenizer: Any = None,
     calibrate: bool | Sequence[str] = False,
+    label_orders: int = 1,
+    reasoning: bool | int = False,
 ) -> list[Classification]:
     """Classify each text into one of ``labels`` by scoring every label.
 
@@ -232,6 +284,14 @@ def classify(
         (a few more rows in the same batches), takes the mean of their label distributions as
         the model's prior ``p_cf`` and returns ``probabilities ∝ softmax(logprob / T) / p_cf``;
         a list of strings chooses the content-free texts. ``logprobs`` stay the raw scores.
+    label_orders
+        Score each text with the legend listed in this many orders (cyclic rotations of
+        ``labels``) and average the probabilities, so no label gains from being listed first;
+        costs that many scoring passes. ``logprobs`` are the mean raw scores.
+    reasoning
+        Let the model write a short rationale (one line, at most ``reasoning`` tokens; True:
+        :data:`REASONING_TOKENS`) before the label, then score the labels after it (``Label:``);
+        ``rationale`` holds it. Costs a decode per batch of texts.
     """
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
@@ -239,34 +299,117 @@ def classify(
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings (got one string)")
+    validate_choices(labels, what="label")
     free = _content_free(calibrate)
+    if (
+        isinstance(label_orders, bool)
+        or not isinstance(label_orders, int)
+        or not 1 <= label_orders <= len(labels)
+    ):
+        raise ValueError(f"label_orders must be an integer in [1, {len(labels)}] (the number of labels)")
+    budget = _reasoning_budget(reasoning)
+    every = [*texts, *free]
+    opts: dict[str, Any] = {
+        "template": template if not budget else template + REASONING_NOTE,
+        "instructions": instructions,
+        "descriptions": descriptions,
+        "system": system,
+        "chat": chat,
+        "length_normalize": length_normalize,
+        "score_end": score_end,
+        "batch_size": batch_size,
+        "tokenizer": tokenizer,
+    }
+    rationales: list[str] | None = None
+    if budget:
+        rationales = rationales_for(model, every, labels, budget, **opts)
     bar = None
     if progress:
         from corral.progress import Progress
 
-        bar = Progress(len(texts) + len(free), "classify")
+        bar = Progress(len(every) * label_orders, "classify")
+    n = len(texts)
+    probs = np.zeros((n, len(labels)))
+    raw = np.zeros((n, len(labels)))
     try:
-        scores = score_labels(
-            model,
-            [*texts, *free],
-            labels,
-            template=template,
-            instructions=instructions,
-            descriptions=descriptions,
-            system=system,
-            chat=chat,
-            length_normalize=length_normalize,
-            score_end=score_end,
-            batch_size=batch_size,
-            on_batch=bar.update if bar is not None else None,
-            tokenizer=tokenizer,
-        )
+        for k in range(label_orders):
+            scores = score_labels(
+                model,
+                every,
+                labels,
+                **opts,
+                on_batch=bar.update if bar is not None else None,
+                legend_order=[*labels[k:], *labels[:k]],
+                answer_prefixes=[_answer_prefix(r) for r in rationales] if rationales is not None else None,
+            )
+            prior = content_free_prior(scores[n:], temperature) if free else None
+            probs += _calibrated(scores[:n], temperature, prior) / label_orders
+            raw += scores[:n] / label_orders
     finally:
         if bar is not None:
             bar.close()
-    n = len(scores) - len(free)
-    prior = content_free_prior(scores[n:], temperature) if free else None
-    return results_from_scores(scores[:n], labels, threshold=threshold, temperature=temperature, prior=prior)
+    out = _results(raw, probs, labels, threshold)
+    for r, why in zip(out, rationales or [], strict=False):
+        r.rationale = why
+    return out
+
+
+#: The rationale budget of ``classify(reasoning=True)``, in tokens.
+REASONING_TOKENS = 48
+#: What the prompt asks for in reasoning mode (after the template).
+REASONING_NOTE = (
+    "\n\nFirst write one short sentence of reasoning about which label fits; then, on a new line, "
+    "'Label: ' and the label."
+)
+
+
+def _reasoning_budget(reasoning: bool | int) -> int:
+    if reasoning is True:
+        return REASONING_TOKENS
+    if reasoning is False or reasoning is None:
+        return 0
+    if isinstance(reasoning, int) and 1 <= reasoning <= 1024:
+        return reasoning
+    raise ValueError(f"reasoning must be True/False or a token budget in [1, 1024], got {reasoning!r}")
+
+
+def _answer_prefix(rationale: str) -> str:
+    return f"{rationale}\nLabel: "
+
+
+def rationales_for(
+    model: Any, texts: Sequence[str], labels: Sequence[str], budget: int, **opts: Any
+) -> list[str]:
+    """One line of reasoning per text (greedy, at most ``budget`` tokens), written as the start of
+    the answer to the same prompt :func:`score_labels` renders (``opts``: its options)."""
+    from corral.generation.api import generate
+
+    backend = as_backend(model, opts.get("tokenizer"))
+    check_template(opts["template"])
+    legend = _legend(labels, opts.get("descriptions"))
+    prompts: list[Any] = []
+    for text in texts:
+        body = opts["template"].format(
+            text=text, labels=", ".join(labels), legend=legend, instructions=opts["instructions"]
+        )
+        system = opts.get("system")
+        prompts.append(
+            body
+            if system is None
+            else [{"role": "system", "content": system}, {"role": "user", "content": body}]
+        )
+    out: list[str] = []
+    step = max(1, opts.get("batch_size", 8))
+    for start in range(0, len(prompts), step):
+        rs = generate(
+            backend,
+            prompts[start : start + step],
+            regex=r"[^\n]{1,400}",
+            max_new_tokens=budget,
+            chat=opts.get("chat"),
+        )
+        out += [r.text.strip() for r in rs]
+    return out
 
 
 def _content_free(calibrate: bool | Sequence[str]) -> list[str]:
@@ -297,7 +440,12 @@ def results_from_scores(
 ) -> list[Classification]:
     """Turn ``(texts, labels)`` log-probabilities into :class:`Classification` results
     (``prior``: divide each distribution by it and renormalise, see :func:`content_free_prior`)."""
-    probs = _calibrated(scores, temperature, prior)
+    return _results(scores, _calibrated(scores, temperature, prior), labels, threshold)
+
+
+def _results(
+    scores: np.ndarray, probs: np.ndarray, labels: Sequence[str], threshold: float | None
+) -> list[Classification]:
     out = []
     for row_scores, row in zip(scores, probs, strict=True):
         best = int(np.argmax(row))

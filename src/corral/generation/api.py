@@ -30,7 +30,7 @@ from corral.grammar.tool_formats import detect_format, get_format, history
 from corral.grammar.tools import ToolCall, choice_note, tools_prompt
 from corral.runtime.sampling import SamplingParams
 
-__all__ = ["GenerationResult", "generate", "stream", "TextStream", "as_backend"]
+__all__ = ["GenerationResult", "generate", "stream", "TextStream", "as_backend", "best_choices"]
 
 
 @dataclass
@@ -68,6 +68,9 @@ class GenerationResult:
         Tools: every call of the reply, in order (empty when it answered without one).
     content : str or None
         Tools: the reply's prose or answer text (None when it is only calls).
+    validation : ValidationReport or None
+        With ``checks`` / ``on_invalid``: which checks ran, what failed and what was retried
+        (:class:`corral.generation.validation.ValidationReport`); else None.
     tokens : list of int
         The output's token ids.
     timing : dict
@@ -89,6 +92,7 @@ class GenerationResult:
     tokens: list[int] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     content: str | None = None
+    validation: Any = None
 
     @property
     def valid(self) -> bool:
@@ -154,6 +158,10 @@ def generate(
     chat: bool | None = None,
     schema_options: dict[str, Any] | None = None,
     on_text: TextCallback | None = None,
+    checks: Sequence[Any] | None = None,
+    on_invalid: str = "report",
+    max_tries: int = 2,
+    retry_feedback: bool = True,
 ) -> Any:
     """Generate output constrained by one constraint, for one prompt or a batch.
 
@@ -221,11 +229,25 @@ def generate(
         see ``corral.compile.SCHEMA_DEFAULTS``.
     on_text
         ``on_text(row, delta)`` is called with each new piece of text (streaming).
+    checks, on_invalid, max_tries, retry_feedback
+        Checks after decoding (callables on the parsed value; see
+        :mod:`corral.generation.validation`) and what to do when one — or the schema's own
+        post-decode validation — fails: ``"report"`` (``error`` says what failed),
+        ``"backtrack"`` (JSON: resample the failing value with the rejected choice excluded) or
+        ``"retry"`` (regenerate; with ``retry_feedback`` the error is appended to the prompt),
+        up to ``max_tries`` more attempts. ``validation`` on the result reports it.
 
     Returns
     -------
     GenerationResult, or a list of them for a batch (in prompt order).
     """
+    if checks is not None or on_invalid != "report":
+        args = dict(locals())  # generate's own arguments (nothing else is bound yet)
+        policy = {k: args.pop(k) for k in ("checks", "on_invalid", "max_tries", "retry_feedback")}
+        del args["model"], args["prompt"]
+        from corral.generation.validation import generate_checked
+
+        return generate_checked(model, prompt, args, **policy)
     t0 = time.perf_counter()
     backend = as_backend(model, tokenizer)
     single = _is_single(prompt)
@@ -383,6 +405,21 @@ def _result(
         tool_calls=calls,
         content=content,
     )
+
+
+def best_choices(
+    backend: Backend,
+    prompts: Sequence[Prompt],
+    constraint: Constraint,
+    *,
+    chat: bool | None,
+    max_new_tokens: int,
+) -> list[GenerationResult]:
+    """Greedy ``choices`` for already compiled ``constraint``: each prompt's most probable choice
+    as a whole answer (what :func:`generate` returns; the server's ``/v1/completions`` calls it)."""
+    t0 = time.perf_counter()
+    out = _best_choices(backend, list(prompts), chat, constraint, max_new_tokens, None, False, t0, 0.0)
+    return list(out)
 
 
 def _best_choices(

@@ -44,6 +44,7 @@ from corral.grammar import bounded_json
 from corral.grammar.tool_formats import detect_format
 from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
+from corral.server.classify import ClassifyAPI, choices_response, scored_choices
 from corral.server.config import ServerConfig
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logprobs import TraceStream, choice_extras
@@ -149,6 +150,7 @@ class CorralServer:
             routes=[
                 Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
                 Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/v1/classify", ClassifyAPI(self).classify, methods=["POST"]),
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/health", self.health, methods=["GET"]),
                 Route("/metrics", self.metrics_endpoint, methods=["GET"]),
@@ -336,6 +338,9 @@ class CorralServer:
             obs.stage = ""
             prompts = await asyncio.to_thread(self._render, req)
             max_tokens = self._budget(req, prompts, constraint)
+            if scored_choices(req, constraint):  # greedy choices: whole answers, as corral.classify
+                hdrs = {"x-request-id": rid, "x-corral-cache": "hit" if hit else "miss"}
+                return await choices_response(self, req, constraint, max_tokens, rid, t0, deadline, hdrs)
             job = Job(
                 id=rid,
                 prompts=[p for p in prompts for _ in range(req.n)],

@@ -5,7 +5,8 @@ Requests arrive as :class:`Job` objects whose constraints are already compiled (
 happens in the compile cache's threads, so a request with a new schema never reaches this
 thread until its grammar is ready: it waits alone). Each loop iteration
 
-1. takes new jobs and cancellations from the inbox (thread-safe),
+1. takes new jobs, cancellations and calls from the inbox (thread-safe; a call — whole-answer
+   scoring for ``/v1/classify`` and greedy ``choices`` — runs right there, between two steps),
 2. admits waiting jobs while the batch has room (``max_batch`` rows; a job's ``n`` rows join
    together), adding their rows to the :class:`~corral.generation.decode.DecodeEngine`,
 3. runs one engine step: one batched forward pass for every decoding row (each with its own
@@ -24,6 +25,8 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +131,15 @@ class Scheduler:
         job.cancelled = True
         self._inbox.put(("cancel", job))
 
+    def call(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run ``fn()`` on the scheduler thread between two decoding steps (this thread owns
+        the model): whole-answer scoring for ``/v1/classify`` and greedy ``choices``. Its result
+        or exception comes back through the future; a future cancelled before it starts is
+        skipped."""
+        fut: Future[Any] = Future()
+        self._inbox.put(("call", (fn, fut)))  # type: ignore[arg-type]
+        return fut
+
     # ---------------------------------------------------------------- scheduler thread
 
     def _run(self) -> None:
@@ -154,10 +166,21 @@ class Scheduler:
                 self._waiting.append(job)
             elif kind == "cancel":
                 self._cancel(job)
+            elif kind == "call":
+                self._call(*job)  # type: ignore[misc]
             try:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 return
+
+    @staticmethod
+    def _call(fn: Callable[[], Any], fut: Future[Any]) -> None:
+        if not fut.set_running_or_notify_cancel():
+            return  # the request gave up (deadline, client gone) before its turn
+        try:
+            fut.set_result(fn())
+        except Exception as e:  # handed to the request, which answers 400/500
+            fut.set_exception(e)
 
     def _cancel(self, job: Job) -> None:
         if job in self._waiting:
