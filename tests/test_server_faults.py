@@ -126,7 +126,8 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408(tmp_path: Path) -> None:
     answers 408 once the request deadline passes, instead of holding the connection open."""
     import socket
 
-    srv = start_server(tmp_path, "--backend", "llama.cpp", "--request-timeout", "2")
+    # (long enough for the normal request afterwards on a busy machine)
+    srv = start_server(tmp_path, "--backend", "llama.cpp", "--request-timeout", "20")
     try:
         host, port = srv.url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=30) as sock:
@@ -145,7 +146,7 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408(tmp_path: Path) -> None:
             waited = time.monotonic() - t0
         status_line, _, rest = reply.partition(b"\r\n")
         assert status_line.split()[1] == b"408", reply[:300]
-        assert 1.5 < waited < 20, waited  # at the deadline, not at once and not never
+        assert 19 < waited < 60, waited  # at the deadline, not at once and not never
         err = json.loads(rest.partition(b"\r\n\r\n")[2])["error"]
         assert err["code"] == "timeout" and "reading the body" in err["message"]
         assert 'status="408"' in srv.metrics()
