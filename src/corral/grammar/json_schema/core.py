@@ -129,6 +129,7 @@ class ConverterCore:
         self.by_node: dict[Any, str] = {}
         self.building: list[tuple[str, list[Any]]] = []  # value_rule calls: (rule, its node keys)
         self.doc_keys: dict[int, Any] = {}  # id of a document object -> its interned content key
+        self.doc_tops: dict[int, Any] = {}  # ... -> its node key (see node_keys.py)
         self.built_keys: dict[int, tuple[Any, Any]] = {}  # id -> (a dict built by a merge, its key)
         self.interned: dict[Any, int] = {}
         self.failed: dict[Any, _NoValue] = {}  # by pointer, content key and node key

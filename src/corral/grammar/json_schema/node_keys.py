@@ -24,6 +24,10 @@ from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _ANNOTATIONS
 from corral.grammar.json_schema.util import _constraining
 
+# Parts one key flattens at most (else the schema is keyed by its structure): a chain of
+# thousands of `$ref`s with siblings would otherwise be walked again at every link.
+_MAX_PARTS = 256
+
 
 class NodeKeysMixin(ConverterCore):
     def node_key(self, schema: Any) -> Any:
@@ -37,7 +41,14 @@ class NodeKeysMixin(ConverterCore):
         if not isinstance(schema, dict):
             return None
         try:
-            key = self._structure(schema)
+            if id(schema) in self.document_ids:
+                # Flattened as a conjunction at the top only (inside a content key a document
+                # object is its interned content): computed once per object.
+                key = self.doc_tops.get(id(schema))
+                if key is None:
+                    key = self.doc_tops[id(schema)] = self._shape(schema)
+            else:
+                key = self._structure(schema)
         except RecursionError:  # a built dict nested absurdly deep: not memoised by node
             return None
         return (key, self.depth_tag())
@@ -57,16 +68,17 @@ class NodeKeysMixin(ConverterCore):
             # so keys that contain it hash in constant time.
             hit = self.doc_keys.get(id(node))
             if hit is None:
-                hit = ("n", self.interned.setdefault(self._shape(node), len(self.interned)))
+                hit = ("n", self.interned.setdefault(self._shape(node, conj=False), len(self.interned)))
                 self.doc_keys[id(node)] = hit
             return hit
         # (type, value): 1, 1.0 and True are different schemas values
         return (type(node).__name__, node if not isinstance(node, float) or node == node else "nan")
 
-    def _shape(self, node: dict[str, Any] | list[Any]) -> Any:
+    def _shape(self, node: dict[str, Any] | list[Any], conj: bool = True) -> Any:
         if isinstance(node, list):
             return ("list", tuple(self._structure(v) for v in node))
-        if "allOf" in node or ("$ref" in node and any(k != "$ref" and k not in _ANNOTATIONS for k in node)):
+        siblings = "$ref" in node and any(k != "$ref" and k not in _ANNOTATIONS for k in node)
+        if conj and ("allOf" in node or siblings):
             atoms = self.conjuncts(node)
             if atoms is not None:
                 return ("conj", atoms)
@@ -99,7 +111,7 @@ class NodeKeysMixin(ConverterCore):
             if id(part) in seen:
                 continue
             seen.add(id(part))
-            if len(seen) > 10_000:
+            if len(seen) > _MAX_PARTS:
                 return None
             if isinstance(part.get("allOf"), list):
                 stack.extend(part["allOf"])
