@@ -43,10 +43,14 @@ class NodeKeysMixin(ConverterCore):
         try:
             if id(schema) in self.document_ids:
                 # Flattened as a conjunction at the top only (inside a content key a document
-                # object is its interned content): computed once per object.
+                # object is its interned content): computed once per object. Any other
+                # document object is itself (its content may be an enum of 100,000 values,
+                # not worth reading before the conversion's own time checks).
                 key = self.doc_tops.get(id(schema))
                 if key is None:
-                    key = self.doc_tops[id(schema)] = self._shape(schema)
+                    shape = self._is_conjunction(schema)
+                    key = self._shape(schema) if shape else ("id", id(schema))
+                    self.doc_tops[id(schema)] = key
             else:
                 key = self._structure(schema)
         except RecursionError:  # a built dict nested absurdly deep: not memoised by node
@@ -77,12 +81,18 @@ class NodeKeysMixin(ConverterCore):
     def _shape(self, node: dict[str, Any] | list[Any], conj: bool = True) -> Any:
         if isinstance(node, list):
             return ("list", tuple(self._structure(v) for v in node))
-        siblings = "$ref" in node and any(k != "$ref" and k not in _ANNOTATIONS for k in node)
-        if conj and ("allOf" in node or siblings):
+        if conj and self._is_conjunction(node):
             atoms = self.conjuncts(node)
             if atoms is not None:
                 return ("conj", atoms)
         return ("dict", tuple(sorted((k, self._keyword_key(k, v)) for k, v in node.items())))
+
+    @staticmethod
+    def _is_conjunction(node: dict[str, Any]) -> bool:
+        """A dict with ``allOf``, or a ``$ref`` with sibling keywords."""
+        return "allOf" in node or (
+            "$ref" in node and any(k != "$ref" and k not in _ANNOTATIONS for k in node)
+        )
 
     def _keyword_key(self, keyword: str, value: Any) -> Any:
         # Sets written as lists (a merge lists them in whichever order it met the parts).
