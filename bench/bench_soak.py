@@ -3,6 +3,14 @@ mix of cached, new, slot and deliberately bad requests.
 
     python bench/bench_soak.py --clients 32 --seconds 600
     python bench/bench_soak.py --clients 128 --seconds 600 --backend llama.cpp
+    python bench/bench_soak.py --distinct --clients 16 --seconds 300 --cache-mb 16
+
+``--distinct``: every request carries a schema no other request has (objects with their own
+property names, types, bounds and enums), so each is a cache miss and a conversion: the compile
+cache evicts (``--cache-mb`` small) and the converter process is recycled. Printed besides: the
+RSS of the server and of its converter processes sampled over the run (start, each tenth of the
+run, end), the evictions, and the growth over the second half of the run (the figure that shows
+whether memory is bounded once the cache is full).
 
 Prints requests served, replies by status, p50/p99 latency per kind, the server's RSS at the
 start (after warm-up), its peak and at the end, and checks every 200 reply: its content must
@@ -58,10 +66,61 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _request(rng: random.Random, i: int) -> tuple[str, dict, object]:
+def _tree_rss_kb(pid: int) -> tuple[int, int]:
+    """(RSS of `pid`, summed RSS of its descendants: the converter and compile processes)."""
+    kids, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            children = [
+                int(c)
+                for t in Path(f"/proc/{p}/task").iterdir()
+                for c in (t / "children").read_text().split()
+            ]
+        except OSError:
+            continue
+        for c in children:
+            try:
+                kids += _rss_kb(c)
+            except OSError:
+                continue
+            stack.append(c)
+    return _rss_kb(pid), kids
+
+
+def _distinct_schema(rng: random.Random, i: int) -> dict:
+    """A schema of its own for request `i`: 1-4 properties with names, types and bounds drawn
+    from `rng` and tagged with `i` (so no two requests share a cache entry)."""
+    props: dict[str, object] = {}
+    for j in range(rng.randint(1, 4)):
+        kind = rng.choice(("int", "str", "enum", "bool", "arr"))
+        name = f"k{i}_{j}"
+        if kind == "int":
+            lo = rng.randrange(100)
+            props[name] = {"type": "integer", "minimum": lo, "maximum": lo + rng.randrange(1, 1000)}
+        elif kind == "str":
+            props[name] = {"type": "string", "maxLength": rng.randint(1, 12)}
+        elif kind == "enum":
+            props[name] = {"enum": [f"e{i}-{x}" for x in range(rng.randint(2, 6))]}
+        elif kind == "bool":
+            props[name] = {"type": "boolean"}
+        else:
+            props[name] = {"type": "array", "items": {"type": "integer"}, "maxItems": rng.randint(1, 3)}
+    return {"type": "object", "properties": props, "required": list(props)[:1]}
+
+
+def _request(rng: random.Random, i: int, distinct: bool = False) -> tuple[str, dict, object]:
     """(kind, body, checker): checker(content) is True for a correct reply."""
     msgs = [{"role": "user", "content": "Answer in JSON."}]
     r = rng.random()
+    if distinct:
+        schema = _distinct_schema(rng, i)
+        fmt = {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}
+        body = {"model": MODEL, "messages": msgs, "max_tokens": 40, "temperature": 0, "response_format": fmt}
+        # (room for the shortest completion, else a 400) and a reply cut at max_tokens is
+        # checked only when it parses.
+        check = jsonschema.Draft202012Validator(schema)
+        return "distinct", body, lambda c: _valid_or_cut(check, c)
     if r < 0.45:
         schema = rng.choice(CACHED)
         kind = "cached"
@@ -88,6 +147,14 @@ def _request(rng: random.Random, i: int) -> tuple[str, dict, object]:
     return kind, body, lambda c: check.is_valid(json.loads(c))
 
 
+def _valid_or_cut(check: jsonschema.Draft202012Validator, content: str) -> bool:
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return True  # cut at max_tokens (the budget is not this mode's subject)
+    return bool(check.is_valid(value))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clients", type=int, default=32)
@@ -95,11 +162,14 @@ def main() -> None:
     ap.add_argument("--backend", default="llama.cpp")
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--max-queue", type=int, default=64)
+    ap.add_argument("--distinct", action="store_true", help="every request a schema of its own")
+    ap.add_argument("--cache-mb", type=int, default=256, help="the server's --cache-mb")
     args = ap.parse_args()
     port = _port()
     log = open(f"/tmp/corral-soak-{port}.log", "wb")  # noqa: SIM115
     cmd = [sys.executable, "-m", "corral", "serve", "--backend", args.backend, "--port", str(port),
-           "--max-batch", str(args.max_batch), "--max-queue", str(args.max_queue)]  # fmt: skip
+           "--max-batch", str(args.max_batch), "--max-queue", str(args.max_queue),
+           "--cache-mb", str(args.cache_mb)]  # fmt: skip
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, HF_HUB_OFFLINE="1")
     )
@@ -123,6 +193,8 @@ def main() -> None:
         }
         http.post("/v1/chat/completions", json=warm)
     rss_start = peak = _rss_kb(proc.pid)
+    t_start = time.monotonic()
+    timeline: list[tuple[float, int, int]] = [(0.0, *_tree_rss_kb(proc.pid))]
     statuses: Counter[tuple[str, int]] = Counter()
     latency: dict[tuple[str, int], list[float]] = defaultdict(list)
     corrupted: list[str] = []
@@ -134,7 +206,7 @@ def main() -> None:
         rng = random.Random(seed)
         while time.monotonic() < stop_at:
             i = next(counter)
-            kind, body, check = _request(rng, i)
+            kind, body, check = _request(rng, i, args.distinct)
             path = "/v1/completions" if "prompt" in body else "/v1/chat/completions"
             t0 = time.perf_counter()
             try:
@@ -164,8 +236,12 @@ def main() -> None:
 
     def sampler() -> None:
         nonlocal peak
+        next_mark = t_start + args.seconds / 10
         while time.monotonic() < stop_at:
             peak = max(peak, _rss_kb(proc.pid))
+            if time.monotonic() >= next_mark:
+                timeline.append((time.monotonic() - t_start, *_tree_rss_kb(proc.pid)))
+                next_mark += args.seconds / 10
             time.sleep(1)
 
     threads = [threading.Thread(target=client, args=(s,)) for s in range(args.clients)]
@@ -176,9 +252,14 @@ def main() -> None:
         t.join()
     time.sleep(2)
     rss_end = _rss_kb(proc.pid)
+    timeline.append((time.monotonic() - t_start, *_tree_rss_kb(proc.pid)))
     health = http.get("/health").json()
-    proc.terminate()
-    proc.wait(timeout=30)
+    metrics = http.get("/metrics").text
+    evictions = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("corral_compile_cache_evictions_total")
+    )
     total = sum(statuses.values())
     print(f"{args.clients} clients, {args.seconds:.0f} s, backend {args.backend}: {total} requests")
     print("| kind | status | count | p50 s | p99 s |")
@@ -196,6 +277,18 @@ def main() -> None:
         f"server RSS: start {mib['start']:.0f} MiB, peak {mib['peak']:.0f} MiB, end {mib['end']:.0f} MiB "
         f"(growth {mib['end'] - mib['start']:+.0f} MiB); after: {health}"
     )
+    print(f"compile-cache evictions: {evictions:.0f}")
+    print("RSS over the run (s: server MiB + converter/compile processes MiB):")
+    print("  " + "  ".join(f"{t:.0f}s: {a / 1024:.0f}+{b / 1024:.0f}" for t, a, b in timeline))
+    half = min(timeline, key=lambda x: abs(x[0] - timeline[-1][0] / 2))
+    grow = (timeline[-1][1] + timeline[-1][2] - half[1] - half[2]) / 1024
+    print(f"growth over the second half of the run (server + children): {grow:+.0f} MiB")
+    proc.terminate()  # graceful: in-flight requests finish first (--shutdown-timeout)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        print("the server did not exit within 120 s of SIGTERM; killed")
 
 
 if __name__ == "__main__":

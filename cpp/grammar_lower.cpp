@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -596,26 +597,63 @@ std::uint64_t Grammar::terminal_min_len(std::int32_t t) const {
 
 void Grammar::finalize() {
   const std::size_t n = names.size();
-  // Shortest derivation lengths (Knuth-style relaxation). Unproductive symbols stay at kInf.
+  const std::size_t np = productions.size();
+  // Every pass below is a worklist over "which productions use symbol X" (linear in the
+  // grammar's size): a round-robin fixpoint over all productions needs one pass per link of
+  // the longest dependency chain, quadratic on a chain of 10,000 rules (a wide object's
+  // member list).
+  std::vector<std::uint64_t> term_len(terminals.size());
+  for (std::size_t t = 0; t < terminals.size(); ++t) term_len[t] = terminal_min_len(static_cast<std::int32_t>(t));
+  auto sym_len_of = [&](Symbol s, const std::vector<std::uint64_t>& nt) {
+    return s.is_terminal() ? term_len[static_cast<std::size_t>(s.index())] : nt[static_cast<std::size_t>(s.index())];
+  };
+  // uses[x]: the productions whose right-hand side mentions nonterminal x (once per mention).
+  std::vector<std::vector<std::int32_t>> uses(n);
+  for (std::size_t p = 0; p < np; ++p)
+    for (Symbol s : productions[p].rhs)
+      if (!s.is_terminal()) uses[static_cast<std::size_t>(s.index())].push_back(static_cast<std::int32_t>(p));
+
+  // Shortest derivation lengths: Knuth's generalisation of Dijkstra to grammars (the cost of a
+  // production is a sum of non-negative lengths). A production becomes a candidate once every
+  // nonterminal it mentions is final; the cheapest candidate finalises its left-hand side (ties:
+  // the production written first). best_prod only refers to nonterminals finalised before, so
+  // following it always terminates. Unproductive symbols stay at kInf.
   min_len.assign(n, kInf);
   best_prod.assign(n, -1);
-  auto sym_len = [&](Symbol s) {
-    return s.is_terminal() ? terminal_min_len(s.index()) : min_len[static_cast<std::size_t>(s.index())];
-  };
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (std::size_t p = 0; p < productions.size(); ++p) {
+  {
+    std::vector<std::uint32_t> waiting(np, 0);  // mentions of not-yet-final nonterminals
+    using Cand = std::pair<std::uint64_t, std::int32_t>;
+    std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
+    auto cost = [&](std::size_t p) {
       std::uint64_t sum = 0;
-      for (Symbol s : productions[p].rhs) sum = std::min(kInf, sum + sym_len(s));
-      auto lhs = static_cast<std::size_t>(productions[p].lhs);
-      if (sum < min_len[lhs]) {
-        min_len[lhs] = sum;
-        best_prod[lhs] = static_cast<std::int32_t>(p);
-        changed = true;
+      for (Symbol s : productions[p].rhs) sum = std::min(kInf, sum + sym_len_of(s, min_len));
+      return sum;
+    };
+    for (std::size_t p = 0; p < np; ++p) {
+      for (Symbol s : productions[p].rhs) waiting[p] += s.is_terminal() ? 0 : 1;
+      if (waiting[p] == 0) {
+        const std::uint64_t c = cost(p);
+        if (c < kInf) heap.emplace(c, static_cast<std::int32_t>(p));
+      }
+    }
+    std::vector<std::uint8_t> final_nt(n, 0);
+    while (!heap.empty()) {
+      auto [c, p] = heap.top();
+      heap.pop();
+      auto lhs = static_cast<std::size_t>(productions[static_cast<std::size_t>(p)].lhs);
+      if (final_nt[lhs]) continue;
+      final_nt[lhs] = 1;
+      min_len[lhs] = c;
+      best_prod[lhs] = p;
+      for (std::int32_t q : uses[lhs]) {
+        if (--waiting[static_cast<std::size_t>(q)] == 0) {
+          const std::uint64_t cq = cost(static_cast<std::size_t>(q));
+          if (cq < kInf) heap.emplace(cq, q);
+        }
       }
     }
   }
+  auto sym_len = [&](Symbol s) { return sym_len_of(s, min_len); };
   if (min_len[0] >= kInf)
     throw EmptyLanguageError("the grammar matches no string at all (its start rule can never complete)");
   // Drop productions that mention an unproductive symbol: they can never be part of a parse,
@@ -651,36 +689,47 @@ void Grammar::finalize() {
   auto sym_nonempty = [&](Symbol s) {
     return s.is_terminal() ? term_nonempty(s.index()) : nt_nonempty[static_cast<std::size_t>(s.index())] != 0;
   };
-  for (bool again = true; again;) {
-    again = false;
-    for (const Production& p : productions) {
-      bool ne = false;
-      for (Symbol s : p.rhs) ne = ne || sym_nonempty(s);
-      auto& slot = nt_nonempty[static_cast<std::size_t>(p.lhs)];
-      if (ne && !slot) slot = 1, again = true;
+  // Productions that mention each nonterminal, after the unproductive ones were dropped.
+  for (auto& u : uses) u.clear();
+  for (std::size_t p = 0; p < productions.size(); ++p)
+    for (Symbol s : productions[p].rhs)
+      if (!s.is_terminal()) uses[static_cast<std::size_t>(s.index())].push_back(static_cast<std::int32_t>(p));
+  std::vector<std::int32_t> work;
+  auto mark_nonempty = [&](std::int32_t x) {
+    auto& slot = nt_nonempty[static_cast<std::size_t>(x)];
+    if (!slot) slot = 1, work.push_back(x);
+  };
+  for (const Production& p : productions)
+    for (Symbol s : p.rhs)
+      if (s.is_terminal() && term_nonempty(s.index())) mark_nonempty(p.lhs);
+  while (!work.empty()) {
+    const std::int32_t x = work.back();
+    work.pop_back();
+    for (std::int32_t q : uses[static_cast<std::size_t>(x)]) mark_nonempty(productions[static_cast<std::size_t>(q)].lhs);
+  }
+  // followable: a symbol is followed by a byte when a later symbol of its production can
+  // produce one, or when its production's left-hand side is followed by one.
+  followable.assign(terminals.size(), 0);
+  auto mark_follow = [&](Symbol s) {
+    if (s.is_terminal()) {
+      followable[static_cast<std::size_t>(s.index())] = 1;
+    } else {
+      auto& slot = nt_follow[static_cast<std::size_t>(s.index())];
+      if (!slot) slot = 1, work.push_back(s.index());
+    }
+  };
+  for (const Production& p : productions) {
+    bool after = false;  // can the part after position i produce a byte?
+    for (std::size_t i = p.rhs.size(); i-- > 0;) {
+      if (after) mark_follow(p.rhs[i]);
+      after = after || sym_nonempty(p.rhs[i]);
     }
   }
-  followable.assign(terminals.size(), 0);
-  for (bool again = true; again;) {
-    again = false;
-    for (const Production& p : productions) {
-      bool after = false;  // can the part after position i produce a byte?
-      bool lhs_follow = nt_follow[static_cast<std::size_t>(p.lhs)] != 0;
-      for (std::size_t i = p.rhs.size(); i-- > 0;) {
-        const Symbol s = p.rhs[i];
-        const bool f = after || lhs_follow;
-        if (f) {
-          if (s.is_terminal()) {
-            auto& slot = followable[static_cast<std::size_t>(s.index())];
-            if (!slot) slot = 1, again = true;
-          } else {
-            auto& slot = nt_follow[static_cast<std::size_t>(s.index())];
-            if (!slot) slot = 1, again = true;
-          }
-        }
-        after = after || sym_nonempty(s);
-      }
-    }
+  while (!work.empty()) {
+    const std::int32_t x = work.back();
+    work.pop_back();
+    for (std::int32_t q : by_lhs[static_cast<std::size_t>(x)])
+      for (Symbol s : productions[static_cast<std::size_t>(q)].rhs) mark_follow(s);
   }
 
   rhs_begin.assign(productions.size() + 1, 0);

@@ -197,9 +197,7 @@ def test_deep_pattern_is_refused_before_python_re_reads_it() -> None:
 
 # -- wide objects, long enums ---------------------------------------------------------------------
 def test_object_with_10000_properties_converts() -> None:
-    # The conversion (this frontend's part) at full width; the engine's compile of 10,000
-    # members is slow (tens of seconds on a busy 2-core machine), so the matcher is tested at
-    # 2,000 below.
+    # The conversion (this frontend's part) at full width.
     body = """
     from corral.grammar.json_schema import schema_to_grammar
     props = {f"p{i}": {"type": "integer"} for i in range(N)}
@@ -207,6 +205,32 @@ def test_object_with_10000_properties_converts() -> None:
     return {"code": "ok", "last": '/p9999/j' in text, "first": '/p0/j' in text}
     """
     assert _run(body, 10_000) == {"code": "ok", "last": True, "first": True}
+
+
+def test_object_with_10000_properties_compiles_to_a_matcher() -> None:
+    # Canonical key spellings: one small automaton per key. (The engine's tables over the
+    # 10,000-rule member chain are built by worklists: the round-robin fixpoints they replace
+    # took 46 s here.)
+    body = """
+    props = {f"p{i}": {"type": "integer"} for i in range(N)}
+    required = [f"p{i}" for i in range(0, N, 1000)] + ["p9999"]
+    s = {"type": "object", "properties": props, "required": required}
+    valid = json.dumps({r: 1 for r in required}, separators=(",", ":"))
+    invalid = json.dumps({r: 1 for r in required[:-1]}, separators=(",", ":"))
+    # (a generous conversion limit: the subject is the engine's compile, on a busy machine;
+    # _run's 60 s timeout bounds the whole)
+    return schema(s, valid, invalid, escapes="canonical", max_convert_ms=60_000)
+    """
+    _works(_run(body, 10_000))
+
+
+def test_object_with_10000_properties_in_every_key_spelling_is_refused_by_a_limit() -> None:
+    # Every escape spelling of every key: 10,000 key automata pass the total-states bound.
+    body = """
+    props = {f"p{i}": {"type": "integer"} for i in range(N)}
+    return schema({"type": "object", "properties": props}, max_convert_ms=60_000)
+    """
+    _limit(_run(body, 10_000), "max_total_dfa_states")
 
 
 def test_object_with_2000_properties() -> None:
@@ -235,15 +259,19 @@ def test_enum_of_100000_integers() -> None:
 
 
 def test_enum_of_100000_strings_converts() -> None:
-    # The conversion at full length (under a second). The engine's compile of 100,000 string
-    # alternatives is not tested here: it overruns max_compile_ms (parsing the grammar text has
-    # no budget check), see the README's limits section.
+    # The conversion at full length (under a second).
     body = """
     from corral.grammar.json_schema import schema_to_grammar
     text, _ = schema_to_grammar({"enum": [f"value-{i}" for i in range(N)]})
     return {"code": "ok", "last": "/value\\\\-99999/j" in text}
     """
     assert _run(body, 100_000) == {"code": "ok", "last": True}
+
+
+def test_enum_of_100000_strings_is_refused_by_a_limit() -> None:
+    # The engine's compile: one production per value passes max_productions (in seconds).
+    body = "return schema({'enum': [f'value-{i}' for i in range(N)]}, max_convert_ms=60_000)"
+    _limit(_run(body, 100_000), "max_productions")
 
 
 def test_enum_of_1000_strings_works() -> None:
@@ -390,6 +418,25 @@ def test_converter_process_wait_is_bounded_and_the_pool_recovers() -> None:
             conv.convert(_alternatives_chain(40), {"max_convert_ms": None})
         text, _ = conv.convert({"type": "integer"}, {})
         assert text.startswith("root ::= ")
+    finally:
+        conv.close()
+
+
+def test_converter_processes_are_recycled() -> None:
+    """A worker runs at most max_tasks conversions, then a fresh process takes over (its heap
+    does not keep every schema it has seen), and the answers stay right across the change."""
+    from corral.compile.converter import SchemaConverter
+
+    conv = SchemaConverter(1, max_tasks=2)
+    try:
+        pids = set()
+        for i in range(6):
+            text, _ = conv.convert({"const": f"v{i}"}, {})
+            assert f"/v{i}/j" in text, text
+            pool = conv._pool
+            assert pool is not None
+            pids |= {p.pid for p in pool._processes.values()}  # type: ignore[attr-defined]
+        assert len(pids) >= 3, pids  # 7 conversions (one at start-up), 2 per process
     finally:
         conv.close()
 

@@ -121,6 +121,40 @@ def test_a_stream_past_its_deadline_ends_with_an_error_event(server: Server) -> 
     _normal_request_works(server)
 
 
+def test_a_body_that_does_not_arrive_in_time_is_a_408(tmp_path: Path) -> None:
+    """A client that sends its headers and then trickles the body (slowloris): the server
+    answers 408 once the request deadline passes, instead of holding the connection open."""
+    import socket
+
+    # (long enough for the normal request afterwards on a busy machine)
+    srv = start_server(tmp_path, "--backend", "llama.cpp", "--request-timeout", "20")
+    try:
+        host, port = srv.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            head = (
+                "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                "content-length: 1000\r\n\r\n"
+            )
+            t0 = time.monotonic()
+            sock.sendall(head.encode() + b'{"model": ')  # ... and the rest never comes
+            reply = b""
+            while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+                data = sock.recv(65536)
+                if not data:
+                    break
+                reply += data
+            waited = time.monotonic() - t0
+        status_line, _, rest = reply.partition(b"\r\n")
+        assert status_line.split()[1] == b"408", reply[:300]
+        assert 19 < waited < 60, waited  # at the deadline, not at once and not never
+        err = json.loads(rest.partition(b"\r\n\r\n")[2])["error"]
+        assert err["code"] == "timeout" and "reading the body" in err["message"]
+        assert 'status="408"' in srv.metrics()
+        _normal_request_works(srv)
+    finally:
+        srv.stop()
+
+
 @pytest.mark.parametrize("bad", [-1, 0, "soon", True])
 def test_a_bad_timeout_is_a_400(server: Server, bad: Any) -> None:
     r = server.http.post("/v1/completions", json={**LONG, "max_tokens": 2, "timeout": bad})

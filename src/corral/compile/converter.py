@@ -9,7 +9,9 @@ and the decode thread — which takes the GIL back after every model call — wo
 Invariants: a conversion's own limit (``SchemaOptions.max_convert_ms``) stops it inside the
 worker; the wait on the worker is bounded too (that limit plus ``grace_s``), so a worker that
 hangs or dies costs one request a ``LimitExceeded``/``InternalError``, and the pool is replaced
-(its processes killed) before the next conversion.
+(its processes killed) before the next conversion. A worker process is recycled after
+``max_tasks`` conversions (Python's heap only grows with the schemas it has seen: thousands of
+distinct schemas would otherwise grow it without bound).
 """
 
 from __future__ import annotations
@@ -49,12 +51,20 @@ class SchemaConverter:
 
     ``grace_s``: how much longer than the conversion's ``max_convert_ms`` to wait for a worker
     before giving up on it (pickling, a busy machine); ``max_wait_s``: the wait when a schema's
-    options set no time limit (``max_convert_ms=None``; None: wait as long as it takes).
+    options set no time limit (``max_convert_ms=None``; None: wait as long as it takes);
+    ``max_tasks``: conversions a worker process runs before it is replaced by a fresh one.
     """
 
-    def __init__(self, workers: int = 1, grace_s: float = 5.0, max_wait_s: float | None = None) -> None:
+    def __init__(
+        self,
+        workers: int = 1,
+        grace_s: float = 5.0,
+        max_wait_s: float | None = None,
+        max_tasks: int | None = 500,
+    ) -> None:
         self._pool: ProcessPoolExecutor | None = None
         self._workers = workers
+        self.max_tasks = max_tasks
         self.grace_s = grace_s
         self.max_wait_s = max_wait_s
         self._lock = threading.Lock()
@@ -65,7 +75,9 @@ class SchemaConverter:
     def _new_pool(self) -> ProcessPoolExecutor:
         # spawn: a fork of a process that holds torch threads is not safe.
         ctx = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_converter_init)
+        return ProcessPoolExecutor(
+            self._workers, mp_context=ctx, initializer=_converter_init, max_tasks_per_child=self.max_tasks
+        )
 
     def wait_limit(self, options: Mapping[str, Any]) -> float | None:
         """Seconds to wait for one conversion with these options (None: unbounded)."""

@@ -46,6 +46,7 @@ from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
 from corral.server.classify import ClassifyAPI, choices_response, scored_choices
 from corral.server.config import ServerConfig
+from corral.server.deadlines import request_deadline, within
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logprobs import TraceStream, choice_extras
 from corral.server.logs import log_event, new_request_id
@@ -68,8 +69,6 @@ __all__ = ["CorralServer", "load_schema_dir"]
 
 # Deepest request body read (JSON nesting levels): below Python's own recursion limit.
 _MAX_BODY_DEPTH = 900
-# Seconds past the client's x-stainless-read-timeout before its request is ended server-side.
-_CLIENT_GRACE_S = 0.5
 
 
 class _SSEResponse(StreamingResponse):
@@ -279,34 +278,6 @@ class CorralServer:
             body["error"]["request_id"] = rid  # what to quote when reporting it
         return JSONResponse(body, status_code=e.status, headers={"x-request-id": rid, **(headers or {})})
 
-    def _deadline(self, request: Request, body: dict[str, Any] | None, t0: float) -> float:
-        """The request's deadline (perf_counter time): the server's, or less if it asks."""
-        limit = self.config.request_timeout
-        if body is not None and "timeout" in body:
-            asked = body.pop("timeout")
-            if isinstance(asked, bool) or not isinstance(asked, (int, float)) or not asked > 0:
-                msg = "timeout must be a positive number of seconds"
-                raise APIError(400, msg, "invalid_request", "timeout")
-            limit = min(limit, float(asked))
-        header = request.headers.get("x-stainless-read-timeout")
-        if header is not None and not (body or {}).get("stream"):
-            try:  # the OpenAI client's own timeout: past it, nobody is waiting for the reply
-                if float(header) > 0:  # (a little later, so the client's own timer fires first)
-                    limit = min(limit, float(header) + _CLIENT_GRACE_S)
-            except ValueError:
-                pass
-        return t0 + limit
-
-    @staticmethod
-    async def _within(awaitable: Any, deadline: float, status: int, what: str) -> Any:
-        """``await awaitable``, or an APIError(status, "timeout") once ``deadline`` passes (the
-        awaitable is cancelled: a job waiting in it frees its rows)."""
-        try:
-            return await asyncio.wait_for(awaitable, timeout=max(0.0, deadline - time.perf_counter()))
-        except TimeoutError:
-            msg = f"the request did not finish within its deadline ({what})"
-            raise APIError(status, msg, "timeout") from None
-
     async def _generate(self, request: Request, endpoint: str) -> Response:
         rid = new_request_id()
         t0 = time.perf_counter()
@@ -324,14 +295,14 @@ class CorralServer:
         handed_off = False
         try:
             deadline = t0 + self.config.request_timeout
-            body = await self._within(self._read_json(request), deadline, 408, "reading the body")
-            deadline = self._deadline(request, body, t0)
+            body = await within(self._read_json(request), deadline, 408, "reading the body")
+            deadline = request_deadline(self.config.request_timeout, request, body, t0)
             parse = parse_chat if endpoint == "chat" else parse_completion
             aliases = self.config.aliases
             extra = {"tool_formats": self.tool_formats} if endpoint == "chat" else {}
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n, **extra)
             obs.stage = "constraint"  # failures from here to the binding are refusals
-            constraint, hit, compile_s = await self._within(
+            constraint, hit, compile_s = await within(
                 self._constraint(req.spec, obs), deadline, 504, "compiling the constraint"
             )
             constraint = self._bind_slots(constraint, req.slots, obs)
@@ -377,7 +348,7 @@ class CorralServer:
                     on_close,
                     headers={**headers, "cache-control": "no-cache"},
                 )
-            outs = await self._within(self._collect(job, request), deadline, 504, "generating")
+            outs = await within(self._collect(job, request), deadline, 504, "generating")
             response = self._response(req, job, prompts, outs, rid)
             self._done(endpoint, rid, t0, job, outs, info)
             return JSONResponse(response, headers=headers)

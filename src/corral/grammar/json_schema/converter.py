@@ -21,6 +21,7 @@ from corral.grammar.json_schema.all_of import AllOfMixin
 from corral.grammar.json_schema.arrays import ArraysMixin
 from corral.grammar.json_schema.composition import CompositionMixin
 from corral.grammar.json_schema.literals import LiteralsMixin
+from corral.grammar.json_schema.node_keys import NodeKeysMixin
 from corral.grammar.json_schema.numeric import NumbersMixin
 from corral.grammar.json_schema.object_keys import ObjectKeysMixin
 from corral.grammar.json_schema.objects import ObjectsMixin
@@ -39,6 +40,7 @@ class _Converter(
     CompositionMixin,
     AllOfMixin,
     RefsMixin,
+    NodeKeysMixin,
 ):
     """One conversion: core.ConverterCore's state and dispatch plus every area's methods."""
 

@@ -5,7 +5,7 @@ Out: grammar rules in ``self.rules`` (name -> right-hand side), the :class:`Sche
      from :meth:`ConverterCore.convert` the whole grammar text (``root``, ``ws`` and the rules).
 
 The area modules (refs, composition, all_of, literals, numeric, strings, arrays, objects,
-object_keys) add the methods listed under ``TYPE_CHECKING`` below as mixins; converter.py
+object_keys, node_keys) add the methods listed under ``TYPE_CHECKING`` below as mixins; converter.py
 composes them into one class. This module holds what every area uses: rule naming
 (``new_rule``), the container layout (``layout``), notes and the report (``note``,
 ``cannot_enforce``), undo (``snapshot``/``restore``), the depth-tracking recursion
@@ -15,8 +15,12 @@ Invariants:
 * ``value_rule`` memoises by pointer (and, for expanded ``allOf``-with-``$ref`` schemas, by
   content), reserving the rule name before its body is built, so ``$ref`` cycles become grammar
   recursion; rules with identical bodies are shared unless recursive. It also memoises by node
-  (``node_key``: a document object's identity, a merged dict's structure, plus the pretty
-  depth), so a subschema reached along several paths is converted once. A subschema that
+  (``node_key``, plus the pretty depth): a conjunction by the *set* of its conjuncts
+  (flattened through ``allOf`` and ``$ref``), any other dict by its content (a document
+  object's content interned once), and a schema again after its ``allOf`` merge
+  (``merged_hit``), so each (subschema, context) pair is converted once however many paths
+  (``$ref`` targets, ``anyOf`` branches merged with siblings, ``allOf`` merges) reach it, and
+  conversion time follows the number of distinct pairs, not of paths. A subschema that
   allows no value is remembered under all three keys (``failed``) and refused again, never
   answered with its reserved, empty rule.
 * ``post_marks`` counts keywords not enforced exactly; a rule whose build raised it is inexact,
@@ -82,6 +86,9 @@ class ConverterCore:
         def regular_string(self, pieces: list[str], minus: list[str] | None = None) -> str | None: ...
         def array_body(self, schema: dict[str, Any], pointer: str) -> str: ...
 
+        # node_keys.py
+        def node_key(self, schema: Any) -> Any: ...
+
         # objects.py, object_keys.py
         def object_body(self, schema: dict[str, Any], pointer: str) -> str: ...
         def extra_key(self, declared: list[str]) -> str: ...
@@ -120,6 +127,11 @@ class ConverterCore:
         self.by_content: dict[str, str] = {}
         # Memo by node (see node_key): rules, and subschemas no value satisfies.
         self.by_node: dict[Any, str] = {}
+        self.building: list[tuple[str, list[Any]]] = []  # value_rule calls: (rule, its node keys)
+        self.doc_keys: dict[int, Any] = {}  # id of a document object -> its interned content key
+        self.doc_tops: dict[int, Any] = {}  # ... -> its node key (see node_keys.py)
+        self.built_keys: dict[int, tuple[Any, Any]] = {}  # id -> (a dict built by a merge, its key)
+        self.interned: dict[Any, int] = {}
         self.failed: dict[Any, _NoValue] = {}  # by pointer, content key and node key
         # ids of the document's dicts and lists (the document outlives the conversion, so an id
         # stands for one object throughout).
@@ -282,15 +294,16 @@ class ConverterCore:
         """Name of the rule for values matching `schema` (memoised per pointer, so $ref cycles
         become grammar recursion). Rules with identical bodies are shared, so e.g. every plain
         string property uses one rule — one terminal, one cached mask entry."""
+        # By node: the same subschema reached along another path (a merged anyOf branch, an
+        # allOf part, a $ref target's properties under a merge) is converted once.
+        nk = self.node_key(schema)
         # Schemas that are expanded in place (an allOf or a $ref with siblings that reaches a
-        # $ref) are also memoised by content, so recursion through them stays finite.
-        ck = _content_key(schema)
+        # $ref) are memoised by content when they have no node key, so recursion through them
+        # stays finite (a node key is coarser: equal content, equal node key).
+        ck = _content_key(schema) if nk is None else None
         if self.pretty:  # rules differ by nesting depth (their indentation)
             pointer += self.depth_tag()
             ck = ck + self.depth_tag() if ck else None
-        # And by node: the same subschema reached along another path (a merged anyOf branch, an
-        # allOf part, a $ref target's properties under a merge) is converted once.
-        nk = self.node_key(schema)
         # A subschema no value satisfies stays that way: its reserved rule (empty text) must
         # never be returned as if it were built.
         for key in (pointer, ck, nk):
@@ -321,28 +334,32 @@ class ConverterCore:
         self.in_progress.add(name)
         marks = self.post_marks
         self.descend(pointer.split("@")[0])
+        # Node keys this rule answers for: its own, and its schema's after allOf merging
+        # (value_body adds that one, see merged_hit).
+        nodes = [nk] if nk is not None else []
+        self.building.append((name, nodes))
         try:
             body = self.value_body(schema, pointer.split("@")[0] if self.pretty else pointer)
         except _NoValue as e:
-            for key in (pointer, ck, nk):
+            for key in (pointer, ck, *nodes):
                 if key is not None:
                     self.failed[key] = e
-            if nk is not None:
-                del self.by_node[nk]
+            for key in nodes:
+                self.by_node.pop(key, None)
             raise
         except BaseException:
-            if nk is not None:
-                self.by_node.pop(nk, None)
+            for key in nodes:
+                self.by_node.pop(key, None)
             raise
         finally:
             self.nesting -= 1
+            self.building.pop()
         self.in_progress.discard(name)
         if self.post_marks != marks:
             self.inexact.add(pointer)
             if ck:
                 self.inexact.add(ck)
-            if nk is not None:
-                self.inexact.add(nk)
+            self.inexact.update(nodes)
         same = self.by_body.get(body)
         if same is not None and name not in self.recursive:
             del self.rules[name]
@@ -351,35 +368,37 @@ class ConverterCore:
             self.by_pointer[pointer] = same
             if ck:
                 self.by_content[ck] = same
-            if nk is not None:
-                self.by_node[nk] = same
+            for key in nodes:
+                self.by_node[key] = same
             return same
         self.rules[name] = body
         self.by_body.setdefault(body, name)
         return name
 
-    def node_key(self, schema: Any) -> Any:
-        """The memo key of a dict subschema in the current context (pretty depth), or None: the
-        object's identity for a dict of the document (alive for the whole conversion), else its
-        structure down to the document's objects (a dict built by a merge), so each distinct
-        subschema is converted once however many paths reach it."""
-        if not isinstance(schema, dict):
+    def merged_hit(self, before: dict[str, Any], merged: dict[str, Any], pointer: str) -> str | None:
+        """After ``allOf`` merging: the rule already built (or being built) for the merged
+        schema, else None — and the rule being built now is registered for it. Conjunctions that
+        merge to one schema (X ∧ R where X already implies R, the same parts merged along
+        different paths) are then converted once."""
+        if merged is before or not self.building:
             return None
-        try:
-            key = self._structure(schema)
-        except RecursionError:  # a built dict nested absurdly deep: not memoised by node
+        mk = self.node_key(merged)
+        if mk is None:
             return None
-        return (key, self.depth_tag())
-
-    def _structure(self, node: Any) -> Any:
-        if isinstance(node, (dict, list)):
-            if id(node) in self.document_ids:
-                return ("id", id(node))
-            if isinstance(node, dict):
-                return ("dict", tuple(sorted((k, self._structure(v)) for k, v in node.items())))
-            return ("list", tuple(self._structure(v) for v in node))
-        # (type, value): 1, 1.0 and True are different schemas values
-        return (type(node).__name__, node if not isinstance(node, float) or node == node else "nan")
+        failed = self.failed.get(mk)
+        if failed is not None:
+            raise _NoValue(failed.message, failed.pointer)
+        hit = self.by_node.get(mk)
+        if hit is None:
+            name, nodes = self.building[-1]
+            self.by_node[mk] = name
+            nodes.append(mk)
+            return None
+        if hit in self.in_progress:
+            self.recursive.add(hit)
+        if hit in self.in_progress or mk in self.inexact:
+            self.post_marks += 1  # (recursion: exactness unknown yet, assume not)
+        return hit
 
     def value_body(self, schema: Any, pointer: str) -> str:
         self.check_time(pointer)
@@ -394,7 +413,11 @@ class ConverterCore:
         for key in ("$dynamicRef", "$recursiveRef"):
             if key in schema:
                 raise UnsupportedSchemaError(f"{key} is not supported", _ptr(pointer, key))
-        schema = self.merge_all_of(schema, pointer)
+        merged = self.merge_all_of(schema, pointer)
+        hit = self.merged_hit(schema, merged, pointer)
+        if hit is not None:
+            return hit
+        schema = merged
         for key in schema.get(_UNMERGED, []):
             self.cannot_enforce(
                 _ptr(pointer, "allOf"), key, "allOf with two different values: one is checked after decoding"
