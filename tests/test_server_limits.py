@@ -21,7 +21,9 @@ BYTES = corral.Tokenizer.from_tokens(
 def _server_with(**config: object) -> object:
     from corral.server import ServerConfig, create_server
 
-    backend = SimpleNamespace(tokenizer=BYTES, name="stub", describe=lambda: "stub", context_length=64)
+    backend = SimpleNamespace(
+        tokenizer=BYTES, name="stub", describe=lambda: "stub", context_length=64, chat_template_source=None
+    )
     return create_server(backend, ServerConfig(compile_workers=0, **config))  # type: ignore[arg-type]
 
 

@@ -309,7 +309,9 @@ class CorralServer:
             obs.stage = ""
             prompts = await asyncio.to_thread(self._render, req)
             max_tokens = self._budget(req, prompts, constraint)
-            if scored_choices(req, constraint):  # greedy choices: whole answers, as corral.classify
+            if constraint is not None and scored_choices(
+                req, constraint
+            ):  # greedy choices: whole answers, as corral.classify
                 hdrs = {"x-request-id": rid, "x-corral-cache": "hit" if hit else "miss"}
                 return await choices_response(self, req, constraint, max_tokens, rid, t0, deadline, hdrs)
             job = Job(

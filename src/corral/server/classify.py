@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from corral.classification import classify
 from corral.compile import Constraint
 from corral.generation.api import GenerationResult, best_choices
+from corral.server.deadlines import request_deadline, within
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event, new_request_id
 from corral.server.protocol import GenRequest, envelope, usage
@@ -132,10 +133,8 @@ class ClassifyAPI:
             return s._fail(err, "classify", rid, t0, headers={"Retry-After": str(s.config.retry_after)})
         s.inflight += 1
         try:
-            body = await s._within(
-                s._read_json(request), t0 + s.config.request_timeout, 408, "reading the body"
-            )
-            deadline = s._deadline(request, body, t0)
+            body = await within(s._read_json(request), t0 + s.config.request_timeout, 408, "reading the body")
+            deadline = request_deadline(s.config.request_timeout, request, body, t0)
             texts, labels, kwargs = parse_classify(body, s.config.model_name, s.config.aliases)
             results = await run_on_scheduler(
                 s, lambda: classify(s.backend, texts, labels, **kwargs), deadline, "classifying"
@@ -170,7 +169,7 @@ async def run_on_scheduler(server: CorralServer, fn: Any, deadline: float, what:
         raise APIError(503, "the model worker has stopped; restart the server", "unavailable")
     fut = server.scheduler.call(fn)
     try:
-        return await server._within(asyncio.wrap_future(fut), deadline, 504, what)
+        return await within(asyncio.wrap_future(fut), deadline, 504, what)
     except APIError:
         raise
     except Exception as e:

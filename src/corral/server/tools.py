@@ -65,7 +65,7 @@ def assistant_calls(raw: Any, where: str) -> list[tuple[str, str, Any]]:
     for k, c in enumerate(raw):
         fn = c.get("function") if isinstance(c, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
-        if not isinstance(name, str):
+        if not isinstance(name, str) or not isinstance(fn, dict):
             raise APIError(400, f"{where}[{k}].function.name is missing", "invalid_request", f"{where}[{k}]")
         args: Any = fn.get("arguments") or "{}"
         if isinstance(args, str):
