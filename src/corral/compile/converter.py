@@ -71,13 +71,27 @@ class SchemaConverter:
         if workers > 0:
             self._pool = self._new_pool()
             self._pool.submit(convert_schema, {}, {}).result()  # start it now, not on the first request
+            self._submitted = 1
 
     def _new_pool(self) -> ProcessPoolExecutor:
         # spawn: a fork of a process that holds torch threads is not safe.
+        # Recycling is counted here, not with max_tasks_per_child: that is 3.11+ only, and a pool
+        # with more queued tasks than a child has left can hang or break (CPython #115634).
         ctx = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(
-            self._workers, mp_context=ctx, initializer=_converter_init, max_tasks_per_child=self.max_tasks
-        )
+        self._submitted = 0
+        return ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_converter_init)
+
+    def _pool_for_next(self) -> ProcessPoolExecutor:
+        """The pool to submit to: after ``max_tasks`` conversions per worker, a fresh one (the old
+        pool finishes what it holds and its processes exit)."""
+        with self._lock:
+            pool = self._pool
+            assert pool is not None
+            if self.max_tasks is not None and self._submitted >= self.max_tasks * self._workers:
+                pool.shutdown(wait=False, cancel_futures=False)
+                pool = self._pool = self._new_pool()
+            self._submitted += 1
+            return pool
 
     def wait_limit(self, options: Mapping[str, Any]) -> float | None:
         """Seconds to wait for one conversion with these options (None: unbounded)."""
@@ -90,9 +104,9 @@ class SchemaConverter:
         """(grammar text, report), raising what the conversion raises; ``LimitExceeded
         ("max_convert_ms")`` when the worker does not answer in time, ``InternalError`` when it
         died (both replace the pool)."""
-        pool = self._pool
-        if pool is None:
+        if self._pool is None:
             return convert_schema(schema, options)
+        pool = self._pool_for_next()
         wait = self.wait_limit(options)
         started = time.perf_counter()
         try:

@@ -282,7 +282,9 @@ def generate(
                 template_tools = [{"type": "function", "function": t.as_json()} for t in constraint.tools]
                 note = choice_note(constraint.tool_mode, named)
             else:
-                note = tools_prompt(constraint.tools, constraint.tool_mode, named, fmt, parallel_tool_calls)
+                note = tools_prompt(
+                    constraint.tools, constraint.tool_mode, named, fmt or "json", parallel_tool_calls
+                )
             # Past calls in message prompts: as the template renders them, or written in fmt.
             prompts = [
                 p if isinstance(p, str) else history(p, get_format(fmt or "json"), structured)
