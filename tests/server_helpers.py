@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,27 @@ def start_server(tmp: Path, *args: str, startup_s: float = 120) -> Server:
             proc.kill()
             pytest.fail(f"server did not start:\n{log.read_text()}")
         time.sleep(0.25)
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any, start_timeout: float = 120) -> Iterator[str]:
+    """Run a Starlette ``app`` with uvicorn on a free loopback port in a daemon thread (for tests
+    that need the server in this process: in-memory span exporters, the model already loaded);
+    yields its base URL and stops it on exit."""
+    import threading
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_timeout
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -10,14 +10,12 @@ processor equals the loop without jump-ahead). vLLM runs the same cases in its C
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from host_cases import CASES, THINK_BUDGET, THINK_CLOSE, HostCase, split_thinking
+from server_helpers import serve_in_thread
 
 import corral
 from corral import models
@@ -187,27 +185,12 @@ class LlamaCppHost:
 
 @pytest.fixture(scope="module")
 def server_url(smol_model: Any) -> Iterator[str]:
-    import uvicorn
-
     from corral.server import ServerConfig, create_server
 
     backend = corral.load_model(backend="transformers", verbose=False, threads=1)
     app = create_server(backend, ServerConfig(model_name="smollm2", compile_workers=1)).app
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serve_in_thread(app, start_timeout=60) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

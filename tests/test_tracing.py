@@ -11,17 +11,15 @@ cannot be imported, that the server and the library work unchanged.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from server_helpers import httpx
+from server_helpers import httpx, serve_in_thread
 
 import corral
 from corral import models
@@ -57,8 +55,6 @@ def traced() -> Iterator[tuple[httpx.Client, InMemorySpanExporter]]:
         models.smollm2_gguf_path()
     except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
         pytest.skip(str(e))
-    import uvicorn
-
     from corral.server import ServerConfig, create_server
 
     exporter = InMemorySpanExporter()
@@ -67,22 +63,10 @@ def traced() -> Iterator[tuple[httpx.Client, InMemorySpanExporter]]:
     tracing.set_tracer_provider(provider)
     backend = corral.load_model(backend="transformers", verbose=False, threads=1)
     app = create_server(backend, ServerConfig(model_name=MODEL, compile_workers=1)).app
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.05)
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+        with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=120) as http:
             yield http, exporter
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
         tracing.set_tracer_provider(None)
 
 
