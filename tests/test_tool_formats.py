@@ -317,6 +317,12 @@ def test_past_calls_are_rendered_as_the_template_expects() -> None:
             get_format("json"),
             False,
         )
+    with pytest.raises(ValueError, match=r"messages\[1\].tool_calls\[0\]: the function name is missing"):
+        history(
+            [msgs[0], {**msgs[1], "tool_calls": [{"function": {"arguments": "{}"}}]}],
+            get_format("hermes"),
+            True,
+        )
 
 
 def test_chat_requests_pick_the_template_format() -> None:

@@ -283,7 +283,10 @@ def history(messages: Sequence[Any], fmt: ToolFormat, structured: bool) -> list[
                         raise ValueError(
                             f"messages[{i}].tool_calls[{k}]: the arguments are not JSON"
                         ) from None
-                pairs.append((fn.get("name"), args))
+                name = fn.get("name")
+                if not isinstance(name, str):
+                    raise ValueError(f"messages[{i}].tool_calls[{k}]: the function name is missing")
+                pairs.append((name, args))
             if structured:
                 m["tool_calls"] = [
                     {
