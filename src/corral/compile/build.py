@@ -76,8 +76,8 @@ def compile_spec(
 
     # A call in the spec's format, several, or (auto) prose / the answer: one grammar.
     text, start = tools_grammar(spec, tokenizer, convert, "corral-tc-")
-    g = compile_grammar(text, tokenizer, start=start, **limits)
-    return Constraint(spec, g, size + len(text), readers=readers)
+    reply = compile_grammar(text, tokenizer, start=start, **limits)
+    return Constraint(spec, reply, size + len(text), readers=readers)
 
 
 def _compile_composite(spec: ConstraintSpec, tokenizer: Tokenizer, conv: SchemaConverter) -> Constraint:
@@ -94,7 +94,8 @@ def _compile_composite(spec: ConstraintSpec, tokenizer: Tokenizer, conv: SchemaC
             raise (_tool_error(e, spec) if spec.kind == "tools" else e) from None
 
     text, start, fmt = composite_text(spec, tokenizer, convert)
-    g = compile_grammar(text, tokenizer, start=start, **dict(spec.limits))
+    engine_limits: dict[str, Any] = dict(spec.limits)
+    g = compile_grammar(text, tokenizer, start=start, **engine_limits)
     base = spec.without_thinking()
     answer = None
     readers: tuple[Constraint | None, ...] = ()
