@@ -112,3 +112,22 @@ def serve_in_thread(app: Any, start_timeout: float = 120) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def serve_bundled(tmp_path_factory: Any, name: str, *args: str) -> Iterator[Server]:
+    """A ``corral serve`` subprocess on the bundled SmolLM2 (``*args`` as for
+    :func:`start_server`), for a module-scoped fixture to ``yield from``; skips when the model
+    package is not installed (CI installs it)."""
+    import pytest
+
+    from corral import models
+
+    try:
+        models.smollm2_gguf_path()
+    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
+        pytest.skip(str(e))
+    srv = start_server(tmp_path_factory.mktemp(name), *args)
+    try:
+        yield srv
+    finally:
+        srv.stop()

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from server_helpers import Server, start_server
+from server_helpers import Server, serve_bundled
 
 import corral
-from corral import models
 from corral.classification import check_template
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
@@ -38,13 +37,7 @@ DESCRIPTIONS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    try:
-        models.smollm2_gguf_path()
-    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
-        pytest.skip(str(e))
-    srv = start_server(tmp_path_factory.mktemp("classify"), "--backend", "transformers", "--max-batch", "4")
-    yield srv
-    srv.stop()
+    yield from serve_bundled(tmp_path_factory, "classify", "--backend", "transformers", "--max-batch", "4")
 
 
 def _classify(server: Server, **body: Any) -> Any:

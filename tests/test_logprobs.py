@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from server_helpers import Server, start_server
+from server_helpers import Server, serve_bundled
 
 import corral
-from corral import models
 from corral.backends.loading import model_name
 
 MODEL = model_name(None)
@@ -34,13 +33,7 @@ MESSAGES = [{"role": "user", "content": "Give the city of Paris and the number 7
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    try:
-        models.smollm2_gguf_path()
-    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
-        pytest.skip(str(e))
-    srv = start_server(tmp_path_factory.mktemp("logprobs"), "--backend", BACKEND)
-    yield srv
-    srv.stop()
+    yield from serve_bundled(tmp_path_factory, "logprobs", "--backend", BACKEND)
 
 
 @pytest.fixture(scope="module")

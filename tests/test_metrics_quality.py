@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from server_helpers import Server, start_server
+from server_helpers import Server, serve_bundled
 
-from corral import models
 from corral.telemetry.quality import DEFS, KEYWORDS, REFUSAL_CODES
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
@@ -45,13 +44,7 @@ FORBIDDEN = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    try:
-        models.smollm2_gguf_path()
-    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
-        pytest.skip(str(e))
-    srv = start_server(tmp_path_factory.mktemp("quality"), "--backend", "transformers")
-    yield srv
-    srv.stop()
+    yield from serve_bundled(tmp_path_factory, "quality", "--backend", "transformers")
 
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

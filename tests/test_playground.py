@@ -23,7 +23,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from server_helpers import Server, httpx, start_server
+from server_helpers import Server, httpx, serve_bundled, start_server
 
 from corral import models
 from corral.server.playground import FILES
@@ -44,13 +44,7 @@ def _browser_missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    try:
-        models.smollm2_gguf_path()
-    except models.ModelNotFoundError as e:  # pragma: no cover - CI installs it
-        pytest.skip(str(e))
-    srv = start_server(tmp_path_factory.mktemp("playground"), "--backend", BACKEND)
-    yield srv
-    srv.stop()
+    yield from serve_bundled(tmp_path_factory, "playground", "--backend", BACKEND)
 
 
 @pytest.fixture(scope="module")
