@@ -139,14 +139,11 @@ class ClassifyAPI:
             results = await run_on_scheduler(
                 s, lambda: classify(s.backend, texts, labels, **kwargs), deadline, "classifying"
             )
-            s.metrics.requests.inc(endpoint="classify", status="200")
-            s.metrics.latency.observe(time.perf_counter() - t0, endpoint="classify")
-            log_event(
-                "request",
-                request_id=rid,
-                endpoint="classify",
-                status=200,
-                seconds=round(time.perf_counter() - t0, 4),
+            _served(
+                s,
+                "classify",
+                rid,
+                t0,
                 texts=len(texts),
                 labels=len(labels),
                 review=sum(r.review for r in results),
@@ -160,6 +157,20 @@ class ClassifyAPI:
             return s._fail(error_from_exception(e), "classify", rid, t0, exc=e)
         finally:
             s.inflight -= 1
+
+
+def _served(server: CorralServer, endpoint: str, rid: str, t0: float, **fields: Any) -> None:
+    """Count and log a request answered with 200 (what every route of this module records)."""
+    server.metrics.requests.inc(endpoint=endpoint, status="200")
+    server.metrics.latency.observe(time.perf_counter() - t0, endpoint=endpoint)
+    log_event(
+        "request",
+        request_id=rid,
+        endpoint=endpoint,
+        status=200,
+        seconds=round(time.perf_counter() - t0, 4),
+        **fields,
+    )
 
 
 async def run_on_scheduler(server: CorralServer, fn: Any, deadline: float, what: str) -> Any:
@@ -207,14 +218,11 @@ async def choices_response(
     results = await run_on_scheduler(server, run, deadline, "scoring the choices")
     picked = [r for r in results for _ in range(req.n)]
     u = usage(sum(r.prompt_tokens for r in results), sum(r.completion_tokens for r in picked))
-    server.metrics.requests.inc(endpoint="completions", status="200")
-    server.metrics.latency.observe(time.perf_counter() - t0, endpoint="completions")
-    log_event(
-        "request",
-        request_id=rid,
-        endpoint="completions",
-        status=200,
-        seconds=round(time.perf_counter() - t0, 4),
+    _served(
+        server,
+        "completions",
+        rid,
+        t0,
         scored_choices=len(constraint.choices or ()),
         prompt_tokens=u["prompt_tokens"],
         completion_tokens=u["completion_tokens"],
