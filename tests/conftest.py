@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +51,44 @@ def smol_model() -> corral.backends.Backend:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     return corral.load_model(backend="transformers", verbose=False)
+
+
+# ---------------------------------------------------------------------- vLLM (the vLLM CI step)
+# Session-scoped so every vLLM test module shares one offline ``LLM`` engine: a second engine in
+# one process would double the start-up (about a minute on CPU) and the KV cache. Without vLLM
+# installed, every test asking for them is skipped (the main test run).
+
+
+@pytest.fixture(scope="session")
+def vllm_mod() -> Any:
+    return pytest.importorskip("vllm")
+
+
+@pytest.fixture(scope="session")
+def model_dir(vllm_mod: Any) -> str:
+    """SmolLM2-135M-Instruct converted from its GGUF to a Hugging Face directory vLLM loads."""
+    from corral.backends.loading import _converted_gguf
+    from corral.models import smollm2_gguf_path
+
+    try:
+        return str(_converted_gguf(smollm2_gguf_path(), False))
+    except Exception as e:  # the model package is not installed
+        pytest.skip(f"SmolLM2 is not available: {e}")
+
+
+@pytest.fixture(scope="session")
+def llm(model_dir: str) -> Any:
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from vllm import LLM
+
+    from corral.vllm import CorralLogitsProcessor
+
+    # float32: the same precision as corral's transformers backend, so greedy outputs compare.
+    return LLM(
+        model=model_dir,
+        enforce_eager=True,
+        max_model_len=2048,
+        dtype="float32",
+        logits_processors=[CorralLogitsProcessor],
+        seed=0,
+    )

@@ -319,6 +319,38 @@ def test_tools_after_a_think_block(smol_model: Any, client: Any) -> None:
     assert isinstance((msg.model_extra or {}).get("reasoning_content"), str) and msg.content is None
 
 
+def test_a_special_token_tool_opener_after_a_think_block_is_the_token() -> None:
+    """Hermes' <tool_call> is a special token in this vocabulary: after </think> the mask allows
+    it as the token (what the model was trained to emit), exactly as without a think block."""
+    tok = corral.Tokenizer.from_tokens(
+        [bytes([i]) for i in range(256)] + [b"<eos>", b"<think>", b"</think>", b"<tool_call>"],
+        special_ids=[256, 257, 258, 259],
+        eos_ids=[256],
+    )
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {}, "additionalProperties": False}}
+    words = (tok.width + 31) // 32
+    for thinking in (None, 8):
+        args: dict[str, Any] = {"tools": [tool], "tool_choice": "required", "tool_format": "hermes"}
+        if thinking is not None:
+            args["thinking"] = thinking
+        spec = spec_from_args(args)
+        assert spec is not None
+        m = compile_constraint(spec, tok).grammar.matcher()
+        if thinking is not None:
+            assert m.accept_token(257) and all(m.accept_token(b) for b in b"hm") and m.accept_token(258)
+            while True:  # past the optional blank line between the block and the reply
+                row = np.zeros((1, words), dtype=np.int32)
+                m.fill_next_token_bitmask(row, 0)
+                if 259 in corral.engine.allowed_tokens(row[0], tok):
+                    break
+                assert m.accept_token(ord("\n")), "the opener token never became allowed"
+        row = np.zeros((1, words), dtype=np.int32)
+        m.fill_next_token_bitmask(row, 0)
+        assert 259 in corral.engine.allowed_tokens(row[0], tok), thinking
+        assert m.accept_token(259)
+        assert all(m.accept_token(b) for b in b'\n{"name": "f", "arguments": {}}\n</tool_call>'), thinking
+
+
 def test_a_pydantic_answer_after_the_block_parses_into_each_callers_model() -> None:
     pydantic = pytest.importorskip("pydantic")
 

@@ -133,22 +133,6 @@ def test_check_spec_refuses_bad_constraints(args, message):
 # ---------------------------------------------------------------------- with vLLM
 
 
-@pytest.fixture(scope="module")
-def vllm_mod():
-    return pytest.importorskip("vllm")
-
-
-@pytest.fixture(scope="module")
-def model_dir(vllm_mod):
-    from corral.backends.loading import _converted_gguf
-    from corral.models import smollm2_gguf_path
-
-    try:
-        return str(_converted_gguf(smollm2_gguf_path(), False))
-    except Exception as e:  # the model package is not installed
-        pytest.skip(f"SmolLM2 is not available: {e}")
-
-
 def _stub_model_config(model_dir):
     """The parts of vLLM's ModelConfig the processor reads (no engine needed)."""
     return SimpleNamespace(
@@ -328,24 +312,6 @@ def test_structured_outputs_routed_to_corral(vllm_mod, monkeypatch):
     )
     with pytest.raises(ValueError, match="both"):
         CorralLogitsProcessor.validate_params(both)
-
-
-@pytest.fixture(scope="module")
-def llm(model_dir):
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from vllm import LLM
-
-    from corral.vllm import CorralLogitsProcessor
-
-    # float32: the same precision as corral's transformers backend, so greedy outputs compare.
-    return LLM(
-        model=model_dir,
-        enforce_eager=True,
-        max_model_len=2048,
-        dtype="float32",
-        logits_processors=[CorralLogitsProcessor],
-        seed=0,
-    )
 
 
 def _chat(llm, prompts, params):

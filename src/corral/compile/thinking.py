@@ -247,9 +247,13 @@ def think_format(thinking: Mapping[str, Any], tokenizer: Tokenizer) -> ThinkForm
     )
 
 
-def body_grammar(spec: Any, convert: Any, prefix: str) -> tuple[str, str]:
+def body_grammar(
+    spec: Any, convert: Any, prefix: str, tokenizer: Tokenizer | None = None
+) -> tuple[str, str]:
     """(grammar text, start rule) of a spec's own constraint (no think block), every rule
-    renamed under ``prefix``. ``convert(schema, options) -> text`` runs the schema converter."""
+    renamed under ``prefix``. ``convert(schema, options) -> text`` runs the schema converter;
+    ``tokenizer`` lets a tool format's opener be matched as its special token too (as it is
+    without a think block)."""
     kind = spec.kind
     one_call = kind == "tools" and spec.payload is None and spec.tool_mode == "required"
     if kind in ("json_schema", "json", "json_object") or one_call:
@@ -257,7 +261,7 @@ def body_grammar(spec: Any, convert: Any, prefix: str) -> tuple[str, str]:
     if kind == "tools":
         from corral.compile.tool_calls import tools_grammar
 
-        return tools_grammar(spec, None, convert, prefix)
+        return tools_grammar(spec, tokenizer, convert, prefix)
     if kind == "regex":
         return f"{prefix}root ::= {regex_terminal(spec.payload)}\n", prefix + "root"
     if kind == "grammar":
@@ -327,7 +331,7 @@ def composite_text(spec: Any, tokenizer: Tokenizer, convert: Any) -> tuple[str, 
             base.payload, base.options, convert, prefix="corral-a-", markers=markers
         )
     else:
-        text, start = body_grammar(base, convert, "corral-a-")
+        text, start = body_grammar(base, convert, "corral-a-", tokenizer)
     if spec.thinking is None:
         return text, start, None
     fmt = think_format(spec.thinking, tokenizer)
