@@ -84,7 +84,7 @@ void snapshot_walk(const std::shared_ptr<const CompiledGrammar>& a, const std::s
     if (al.empty() || ma.is_terminated()) break;
     EXPECT(ma.accept_token(al[rng() % al.size()]));
   }
-  if (rng() % 3 == 0) EXPECT(ma.accept_bytes(""));  // an empty step is a step too
+  if (rng() % 3 == 0 && !ma.is_terminated()) EXPECT(ma.accept_bytes(""));  // an empty step is a step too
   Matcher mb = restore_matcher(b, matcher_snapshot(ma));
   EXPECT(matcher_snapshot(mb) == matcher_snapshot(ma));  // canonical: the restored one writes the same bytes
   for (int i = 0; i < steps; ++i) {
@@ -129,8 +129,14 @@ std::string walked_snapshot(const std::shared_ptr<const CompiledGrammar>& g, uns
 bool restore_or_refuse(const std::shared_ptr<const CompiledGrammar>& g, const std::string& bytes) {
   try {
     Matcher m = restore_matcher(g, bytes);
+    std::string rest;
+    try {
+      rest = m.is_terminated() ? "" : m.shortest_completion();
+    } catch (const LimitExceeded&) {
+      return true;  // the completion needs a named token, not bytes
+    }
     if (!m.is_terminated()) {
-      EXPECT(m.accept_bytes(m.shortest_completion()));
+      EXPECT(m.accept_bytes(rest));
       EXPECT(m.is_accepting());
     }
     return true;
