@@ -37,6 +37,7 @@
 // (apart from its thread-safe caches).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -149,6 +150,12 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
     return memo_count_.load(std::memory_order_relaxed) == 0 && (!skeleton_ || skeleton_->memo_empty());
   }
 
+  /// What a matcher snapshot (snapshot.hpp) records to refuse restoring on another grammar:
+  /// [0..1] the grammar's identity (a hash of its artifact bytes, limits left out; a binding's
+  /// is its skeleton's), [2..3] the binding's (a hash of its slot automata; zero when
+  /// unbound). Computed on first use (defined in snapshot.cpp), then cached.
+  const std::array<std::uint64_t, 4>& snapshot_identity() const;
+
   /// Cache figures of this object only (for a binding: the slot-dependent entries).
   std::size_t cache_entries() const;
   std::size_t cache_bytes() const;
@@ -193,6 +200,8 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   std::shared_ptr<const CompiledGrammar> skeleton_;
   std::vector<Dfa> slot_dfas_;
   mutable std::atomic<std::uint64_t> bindings_made_{0};
+  mutable std::once_flag identity_once_;
+  mutable std::array<std::uint64_t, 4> identity_{};
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
   mutable std::size_t cache_bytes_ = 0;

@@ -126,7 +126,8 @@ class ArtifactError : public Error {
   const char* code() const noexcept override { return kCode; }
 
   ArtifactError(const std::string& reason, const std::string& what) : Error(what), reason_(reason) {}
-  /// bad_magic, unsupported_version, engine_version, wrong_vocabulary or corrupt.
+  /// bad_magic, unsupported_version, engine_version, wrong_vocabulary or corrupt; matcher
+  /// snapshots (snapshot.hpp) add wrong_grammar, wrong_binding, limit and matcher_error.
   const std::string& reason() const { return reason_; }
 
  private:

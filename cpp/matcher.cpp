@@ -29,8 +29,15 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
 void Matcher::reset() {
   parser_.reset();
   history_.clear();
+  steps_.clear();
+  log_bytes_.clear();
   terminated_ = false;
   error_.clear();
+}
+
+void Matcher::log_step(StepLog::Kind kind, std::int32_t token, std::string_view bytes) {
+  log_bytes_.append(bytes.data(), bytes.size());
+  steps_.push_back(StepLog{kind, token, log_bytes_.size()});
 }
 
 void Matcher::set_error(const std::string& what) {
@@ -189,13 +196,17 @@ bool Matcher::accept_token(std::int32_t token_id) {
   if (token_id < 0 || static_cast<std::uint32_t>(token_id) >= vocab.size()) return false;
   if (grammar_->names_tokens()) {
     // A token the grammar names explicitly (e.g. <|eot_id|> or <[id]>) is matched as itself.
-    if (step([&] { return parser_.push_token(token_id); })) return true;
+    if (step([&] { return parser_.push_token(token_id); })) {
+      log_step(StepLog::kToken, token_id);
+      return true;
+    }
     if (!error_.empty()) return false;
   }
   if (vocab.is_eos(token_id)) {
     if (!parser_.accepting()) return false;
     terminated_ = true;
     history_.push_back(kEosStep);
+    log_step(StepLog::kEos, token_id);
     return true;
   }
   if (vocab.is_special(token_id)) return false;
@@ -206,11 +217,13 @@ bool Matcher::accept_token(std::int32_t token_id) {
 
 bool Matcher::accept_bytes(std::string_view data) {
   if (terminated_ || !error_.empty()) return false;
-  return step([&] {
+  const bool ok = step([&] {
     for (char c : data)
       if (!parser_.push_byte(static_cast<std::uint8_t>(c))) return false;
     return true;
   });
+  if (ok) log_step(StepLog::kBytes, -1, data);
+  return ok;
 }
 
 
@@ -222,6 +235,8 @@ void Matcher::rollback(std::size_t n) {
   for (std::size_t k = 0; k < n; ++k) {
     std::size_t mark = history_.back();
     history_.pop_back();
+    steps_.pop_back();
+    log_bytes_.resize(steps_.empty() ? 0 : steps_.back().end);
     if (mark == kEosStep) {
       terminated_ = false;
     } else {

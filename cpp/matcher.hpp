@@ -6,6 +6,8 @@
 // is allowed iff the output so far is a complete sentence; special tokens never.
 // The matcher never throws into its host on the decode path: a failure (e.g. a parser limit)
 // puts it into a sticky error state (error() says why) in which only EOS is allowed.
+// Every step also records what it consumed (steps_, aligned with history_), so a snapshot
+// (snapshot.hpp) can hand the matcher to another process, which replays the steps.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,15 @@ class Matcher {
   const CompiledGrammar& compiled() const { return *grammar_; }
 
  private:
+  friend struct SnapshotCodec;  // snapshot.cpp: reads steps_, replays them through the public API
+  // What one step consumed: bytes (log_bytes_[previous end, end)), a named token, or EOS.
+  struct StepLog {
+    enum Kind : std::uint8_t { kBytes, kToken, kEos } kind;
+    std::int32_t token;  // kToken / kEos: the token id; kBytes: -1
+    std::size_t end;     // end of this step's bytes in log_bytes_
+  };
+  void log_step(StepLog::Kind kind, std::int32_t token, std::string_view bytes = {});
+
   struct Scratch {
     std::vector<std::uint64_t> key;
     std::vector<std::uint32_t> item_elem;  // per item of the current set: frontier index or ~0
@@ -62,6 +73,9 @@ class Matcher {
   EarleyParser parser_;
   // Per step: the parser's set count before it (SIZE_MAX marks the EOS step).
   std::vector<std::size_t> history_;
+  // Per step (same length as history_): what it consumed, for snapshots.
+  std::vector<StepLog> steps_;
+  std::string log_bytes_;
   bool terminated_ = false;
   std::string error_;
   // Scratch for mask computation, one per recursion level (reused: the hot path does not

@@ -23,6 +23,7 @@
 #include "compile_times.hpp"
 #include "json_string.hpp"
 #include "matcher.hpp"
+#include "snapshot.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -206,6 +207,14 @@ NB_MODULE(_core, m) {
       .def("reset", &Matcher::reset, "Back to the initial state.")
       .def("copy", [](const Matcher& self) { return Matcher(self); }, "An independent copy.")
       .def("__copy__", [](const Matcher& self) { return Matcher(self); })
+      .def("snapshot",
+           [](const Matcher& self) {
+             std::string out = matcher_snapshot(self);
+             return nb::bytes(out.data(), out.size());
+           },
+           "The matcher's state as snapshot bytes (snapshot.hpp): CompiledGrammar.restore on the same "
+           "grammar, in any process, continues exactly. Raises ArtifactError (reason matcher_error) in "
+           "the error state.")
       .def_prop_ro("num_steps", &Matcher::num_steps)
       .def_prop_ro("error", [](const Matcher& self) { return text(self.error()); },
                    "Why the matcher entered its error state ('' when healthy).");
@@ -255,6 +264,16 @@ NB_MODULE(_core, m) {
                   "or automaton construction). `limits` replaces the stored ones. Raises "
                   "ArtifactError (reason: bad_magic, unsupported_version, engine_version, "
                   "wrong_vocabulary, corrupt) or LimitExceeded.")
+      .def("restore",
+           [](std::shared_ptr<const CompiledGrammar> self, nb::bytes data) {
+             std::string_view view(data.c_str(), data.size());
+             nb::gil_scoped_release release;
+             return restore_matcher(std::move(self), view);
+           },
+           "data"_a,
+           "A matcher in the state a Matcher.snapshot() recorded (its steps replayed on this grammar). "
+           "Raises ArtifactError (reason: bad_magic, unsupported_version, engine_version, "
+           "wrong_vocabulary, wrong_grammar, wrong_binding, limit, corrupt).")
       .def("cache_stats", [](const CompiledGrammar& g) {
         nb::dict d;
         d["entries"] = g.cache_entries();

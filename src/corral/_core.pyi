@@ -75,6 +75,11 @@ class Matcher:
 
     def __copy__(self) -> Matcher: ...
 
+    def snapshot(self) -> bytes:
+        """
+        The matcher's state as snapshot bytes (snapshot.hpp): CompiledGrammar.restore on the same grammar, in any process, continues exactly. Raises ArtifactError (reason matcher_error) in the error state.
+        """
+
     @property
     def num_steps(self) -> int: ...
 
@@ -117,6 +122,11 @@ class CompiledGrammar:
     def from_bytes(data: bytes, vocab: Vocabulary, limits: dict | None = None) -> CompiledGrammar:
         """
         Rebuild a compiled grammar from artifact bytes for `vocab` (no parsing, lowering or automaton construction). `limits` replaces the stored ones. Raises ArtifactError (reason: bad_magic, unsupported_version, engine_version, wrong_vocabulary, corrupt) or LimitExceeded.
+        """
+
+    def restore(self, data: bytes) -> Matcher:
+        """
+        A matcher in the state a Matcher.snapshot() recorded (its steps replayed on this grammar). Raises ArtifactError (reason: bad_magic, unsupported_version, engine_version, wrong_vocabulary, wrong_grammar, wrong_binding, limit, corrupt).
         """
 
     def cache_stats(self) -> dict: ...

@@ -183,6 +183,28 @@ class CompiledGrammar:
         native = _core.CompiledGrammar.from_bytes(bytes(data), _vocab(tokenizer), override)
         return CompiledGrammar(native, tokenizer, "artifact")
 
+    def restore(self, snapshot: bytes) -> Matcher:
+        """A matcher in the state :meth:`Matcher.snapshot` recorded, on this grammar: the same
+        constraint compiled in any process (fresh, or loaded with :meth:`from_bytes`), for the
+        same tokenizer, and for a binding the same slot values. Every later mask, forced bytes,
+        accepting state and rollback (to any depth) equal the snapshotted matcher's.
+
+        Restoring replays the recorded steps through the matcher (no masks are computed), so it
+        costs what accepting the same output costs, and untrusted bytes can only ever yield a
+        state the grammar really reaches. See ``docs/guides/snapshots.md``.
+
+        Raises
+        ------
+        ArtifactError
+            With ``reason`` ``bad_magic``, ``unsupported_version``, ``engine_version``,
+            ``wrong_vocabulary`` (another tokenizer), ``wrong_grammar`` (another constraint),
+            ``wrong_binding`` (other slot values, or bound vs unbound), ``limit`` (replaying
+            hit one of this grammar's limits) or ``corrupt``.
+        """
+        if not isinstance(snapshot, (bytes, bytearray, memoryview)):
+            raise TypeError(f"snapshot must be bytes, got {type(snapshot).__name__}")
+        return self._native.restore(bytes(snapshot))
+
     @property
     def grammar_text(self) -> str:
         """The lowered grammar in canonical text form (terminals as ``/regex/``)."""

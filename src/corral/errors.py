@@ -318,7 +318,10 @@ class ArtifactError(CorralError):
         (a format version this engine does not read), ``engine_version`` (made by another
         engine version: recompile), ``wrong_vocabulary`` (compiled for another tokenizer) or
         ``corrupt`` (truncated, damaged or malformed; the message names the field and byte
-        offset).
+        offset). Matcher snapshots (``CompiledGrammar.restore``) add ``wrong_grammar`` (taken
+        on another constraint), ``wrong_binding`` (other slot values), ``limit`` (replaying
+        hit a parser limit) and, from ``Matcher.snapshot``, ``matcher_error`` (the matcher is
+        in its error state).
     """
 
     code: ClassVar[str] = "artifact_error"
