@@ -11,7 +11,7 @@ Out: the file's bytes (:func:`dumps`, :func:`save_artifact`) — or the same ``C
 
 Format (every integer little-endian; documented in ``docs/guides/artifacts.md``)::
 
-    magic            8  b"\\x89CORRAL\\n\\x1a"
+    magic            8  b"\\x89CORRAL\\n"
     format version   2  FORMAT_VERSION
     flags            2  bit 0: the body is zlib-compressed; other bits must be 0
     engine version   1 + n  length (1..64), ASCII: the engine that compiled it
@@ -61,8 +61,7 @@ from corral.compile.constraint import Constraint
 from corral.compile.signing import fingerprint
 from corral.compile.spec import KINDS, ConstraintSpec
 from corral.engine import CompiledGrammar
-from corral.errors import ArtifactError, LimitExceeded
-from corral.grammar import bounded_json
+from corral.errors import ArtifactError
 from corral.grammar.json_schema import SchemaReport
 from corral.grammar.json_schema.options import ReportEntry
 from corral.grammar.tools import Tool
@@ -80,7 +79,7 @@ __all__ = [
     "save_artifact",
 ]
 
-MAGIC = b"\x89CORRAL\n\x1a"
+MAGIC = b"\x89CORRAL\n"
 FORMAT_VERSION = 1
 MAX_BODY_BYTES = 512 * 1024 * 1024
 """The largest body the loader inflates (a hostile length cannot make it allocate more)."""
@@ -90,7 +89,6 @@ _SIG_LEN = 4 + 32 + 64
 _HASH_LEN = 32
 _MAX_BLOBS = 256
 _MAX_NODES = 256
-_MAX_META_DEPTH = 1000  # a schema may nest deep; past this the meta is refused, not recursed
 _REPORT_STATUSES = ("enforced", "checked after decoding", "ignored")
 
 
@@ -391,10 +389,12 @@ def loads(
     raw = _inflate(env) if env.info.compressed else env.body
     meta, blobs = _body(raw)
     loader = _Loader(blobs, tokenizer, limits)
-    root = meta.get("root")
-    constraint = loader.node(root, "root", 0)
-    key = meta.get("key")
-    if key != constraint.spec.key(tokenizer.hash):
+    try:
+        constraint = loader.node(meta.get("root"), "root", 0)
+        key = constraint.spec.key(tokenizer.hash)
+    except RecursionError:
+        raise _corrupt("the constraint's data nests too deeply") from None
+    if meta.get("key") != key:
         raise _corrupt("the stored cache key does not match the constraint's spec")
     if loader.used != set(range(len(blobs))):
         raise _corrupt("a grammar blob is not referenced by the constraint, or referenced twice")
@@ -435,9 +435,9 @@ def _body(raw: bytes) -> tuple[dict[str, Any], list[bytes]]:
     blobs = [r.take(r.u32(f"blob {i} length"), f"blob {i}") for i in range(count)]
     if r.pos != len(raw):
         raise _corrupt(f"{len(raw) - r.pos} unexpected bytes after the last blob")
-    try:
-        meta = bounded_json.loads(text.decode("utf-8"), _MAX_META_DEPTH, "max_meta_depth", "the meta")
-    except (UnicodeDecodeError, ValueError, LimitExceeded, RecursionError) as e:
+    try:  # the C decoder stops at Python's recursion limit (RecursionError), never overflows
+        meta = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _corrupt(f"the meta is not valid JSON ({e})") from None
     if not isinstance(meta, dict):
         raise _corrupt("the meta is not an object")
@@ -479,7 +479,7 @@ class _Loader:
 
             try:
                 think = think_format(spec.thinking, self.tokenizer)
-            except (TypeError, ValueError, KeyError) as e:
+            except (TypeError, ValueError, KeyError, AttributeError) as e:
                 raise _corrupt(f"{where}: bad think block ({e})") from None
         return Constraint(
             spec,
