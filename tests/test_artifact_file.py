@@ -373,3 +373,20 @@ def test_trusted_keys_in_every_form(smollm2: corral.Tokenizer, keys: tuple[Path,
         af.loads(data, smollm2, trusted_keys=[b"not a key"])
     with pytest.raises(FileExistsError):
         signing.write_keypair(a)
+
+
+def test_deep_meta_is_corrupt_not_recursion_error(smollm2: corral.Tokenizer) -> None:
+    """A hash-valid file whose meta nests 100,000 deep (what an unsigned forger can write) is
+    refused as corrupt."""
+    c = compile_constraint(ConstraintSpec.regex("[0-9]+"), smollm2)
+    raw = af.dumps(c, compress=False)
+    start = raw.index(b'{"key":')
+    meta_len = struct.unpack("<I", raw[start - 4 : start])[0]
+    deep = b"[" * 100_000 + b"]" * 100_000
+    edited = raw[:start] + deep + raw[start + meta_len :]
+    delta = len(deep) - meta_len
+    head = bytearray(edited[: start - 4])
+    blen, rlen = struct.unpack("<II", head[-8:])
+    head[-8:] = struct.pack("<II", blen + delta, rlen + delta)
+    out = bytes(head) + struct.pack("<I", len(deep)) + edited[start:]
+    assert _reason(_reseal(out), smollm2) == "corrupt"
