@@ -24,7 +24,7 @@ from helpers import byte_tokenizer
 from regex_corpus import CORPUS
 
 import corral
-from corral.compile import ConstraintSpec, compile_constraint
+from corral.compile import ConstraintSpec, compile_constraint, spec_from_args
 from corral.compile import artifact as af
 
 pytest.importorskip("cryptography")  # the test extra has it; signing is what half the file tests
@@ -141,6 +141,10 @@ def test_loaded_constraint_reads_outputs_like_a_compiled_one(smollm2: corral.Tok
         '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
     )
     assert reply.error is None and reply.calls[0].arguments == {"city": "Oslo"}
+    two = [*TOOLS, {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]
+    named = compile_constraint(spec_from_args({"tools": two, "tool_choice": "now"}), smollm2)
+    back = af.loads(af.dumps(named), smollm2)
+    assert [(t.name, t.index) for t in back.tools] == [(t.name, t.index) for t in named.tools] == [("now", 1)]
     th = compile_constraint(ConstraintSpec.json_schema({"type": "string"}).with_thinking(8), smollm2)
     text = f'{th.think.open.text}hm{th.think.close.text}"ok"'  # type: ignore[union-attr]
     assert af.loads(af.dumps(th), smollm2).read(text) == ("ok", None)

@@ -169,6 +169,7 @@ def save_artifact(
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary name, not the artifact
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -198,7 +199,7 @@ def _node(c: Constraint, blobs: list[bytes]) -> dict[str, Any]:
         "payload": list(s.payload) if isinstance(s.payload, tuple) else s.payload,
         "options": dict(s.options),
         "limits": dict(s.limits),
-        "tools": [t.as_json() for t in s.tools],
+        "tools": [{**t.as_json(), "index": t.index} for t in s.tools],
         "tool_mode": s.tool_mode,
         "thinking": dict(s.thinking) if s.thinking is not None else None,
         "param": s.param,
@@ -508,7 +509,8 @@ class _Loader:
             name = _want(t.get("name"), str, f"{where}.tools[{i}].name")
             desc = _want(t.get("description"), str, f"{where}.tools[{i}].description")
             params = _want(t.get("parameters"), dict, f"{where}.tools[{i}].parameters")
-            tools.append(Tool(name, desc, params, i))
+            index = _want(t.get("index"), int, f"{where}.tools[{i}].index")
+            tools.append(Tool(name, desc, params, index))
         payload = s.get("payload")
         if kind == "choices":
             payload = tuple(_want(payload, list, where + ".payload"))
@@ -552,11 +554,11 @@ class _Loader:
             raise _corrupt(f"{where}: the schema is not an object or boolean")
         rep = _want(js.get("report"), dict, where + ".json_schema.report")
         entries = []
-        for i, e in enumerate(_want(rep.get("entries"), list, where + ".report.entries")):
-            _want(e, list, f"{where}.report.entries[{i}]")
-            if len(e) != 4 or not all(isinstance(x, str) for x in e) or e[2] not in _REPORT_STATUSES:
+        for i, item in enumerate(_want(rep.get("entries"), list, where + ".report.entries")):
+            _want(item, list, f"{where}.report.entries[{i}]")
+            if len(item) != 4 or not all(isinstance(x, str) for x in item) or item[2] not in _REPORT_STATUSES:
                 raise _corrupt(f"{where}.report.entries[{i}] is not a report entry")
-            entries.append(ReportEntry(*e))
+            entries.append(ReportEntry(*item))
         slots: dict[str, list[str]] = {}
         for name, ptrs in _want(rep.get("slots"), dict, where + ".report.slots").items():
             _want(ptrs, list, f"{where}.report.slots.{name}")
