@@ -46,6 +46,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import struct
@@ -89,7 +90,7 @@ _SIG_LEN = 4 + 32 + 64
 _HASH_LEN = 32
 _MAX_BLOBS = 256
 _MAX_NODES = 256
-_REPORT_STATUSES = ("enforced", "checked after decoding", "ignored")
+_REPORT_STATUSES = {"enforced", "checked after decoding", "ignored"}
 
 
 @dataclass(frozen=True)
@@ -553,12 +554,16 @@ class _Loader:
         if not isinstance(schema, (dict, bool)):
             raise _corrupt(f"{where}: the schema is not an object or boolean")
         rep = _want(js.get("report"), dict, where + ".json_schema.report")
-        entries = []
-        for i, item in enumerate(_want(rep.get("entries"), list, where + ".report.entries")):
-            _want(item, list, f"{where}.report.entries[{i}]")
-            if len(item) != 4 or not all(isinstance(x, str) for x in item) or item[2] not in _REPORT_STATUSES:
-                raise _corrupt(f"{where}.report.entries[{i}] is not a report entry")
-            entries.append(ReportEntry(*item))
+        items = _want(rep.get("entries"), list, where + ".report.entries")
+        # Checked in bulk (set(map(...)) runs in C): a big schema has thousands of entries.
+        if (
+            not set(map(type, items)) <= {list}
+            or not set(map(len, items)) <= {4}
+            or not set(map(type, itertools.chain.from_iterable(items))) <= {str}
+            or not {item[2] for item in items} <= _REPORT_STATUSES
+        ):
+            raise _corrupt(f"{where}.report.entries are not [pointer, keyword, status, detail] strings")
+        entries = [ReportEntry(*item) for item in items]
         slots: dict[str, list[str]] = {}
         for name, ptrs in _want(rep.get("slots"), dict, where + ".report.slots").items():
             _want(ptrs, list, f"{where}.report.slots.{name}")
