@@ -32,8 +32,8 @@ back (a think block's answer, structural tags' segment readers).
 Invariants:
 * The parser is strict and executes nothing: fixed-width fields, every length checked against
   the bytes that remain before it is used, exact end of file, decompression bounded by the
-  declared raw length, JSON nesting bounded, every meta field type-checked, and the engine
-  blobs go through the engine's own strict loader (``CompiledGrammar.from_bytes``).
+  declared raw length, JSON decoded in C (too deep is refused), every meta field checked, and
+  the engine blobs go through the engine's own strict loader (``CompiledGrammar.from_bytes``).
 * The order of checks makes each refusal's ``reason`` mean one thing: ``bad_magic``,
   ``unsupported_version``, ``corrupt`` (the envelope), then — with trusted keys, before any of
   the body is read — ``unsigned`` / ``wrong_key`` / ``tampered``, then the content hash
