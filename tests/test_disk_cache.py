@@ -21,8 +21,7 @@ import pytest
 
 import corral
 from corral.compile import CompileCache, ConstraintSpec, compile_constraint
-from corral.compile.cache_codec import default_codec
-from corral.compile.disk_cache import DiskCache, disk_cache_from_env, parse_size
+from corral.compile.disk_cache import ArtifactCodec, DiskCache, disk_cache_from_env, parse_size
 
 REGEXES = [
     r"[a-z]{3,8}@(example|corral)\.(com|org)",
@@ -33,7 +32,7 @@ REGEXES = [
 
 
 def _cache(directory: Path, max_bytes: int = 1 << 30, events: list[str] | None = None) -> CompileCache:
-    disk = DiskCache(directory, default_codec(), max_bytes, events.append if events is not None else None)
+    disk = DiskCache(directory, ArtifactCodec(), max_bytes, events.append if events is not None else None)
     return CompileCache(1 << 28, disk=disk)
 
 
@@ -152,7 +151,7 @@ def test_a_valid_envelope_around_bytes_the_codec_refuses_is_corrupt(
     """The envelope's checksum passes but the engine bytes inside are not a grammar (an entry
     written by a broken or hostile writer): the codec's strict loader refuses it."""
     spec = ConstraintSpec.regex(REGEXES[2])
-    disk = DiskCache(tmp_path, default_codec())
+    disk = DiskCache(tmp_path, ArtifactCodec())
 
     class Junk:
         name = disk.codec.name
@@ -173,7 +172,7 @@ def test_a_valid_envelope_around_bytes_the_codec_refuses_is_corrupt(
 def test_an_entry_copied_under_another_name_is_refused(tmp_path: Path, smollm2: corral.Tokenizer) -> None:
     a, b = ConstraintSpec.regex(REGEXES[0]), ConstraintSpec.regex(REGEXES[3])
     compile_constraint(a, smollm2, cache=_cache(tmp_path))
-    disk = DiskCache(tmp_path, default_codec())
+    disk = DiskCache(tmp_path, ArtifactCodec())
     pa, pb = disk.path(a.key(smollm2.hash), smollm2), disk.path(b.key(smollm2.hash), smollm2)
     pb.write_bytes(pa.read_bytes())  # a's entry where b's belongs: the stored digest is a's
     cache = CompileCache(1 << 28, disk=disk)
@@ -283,7 +282,7 @@ def test_stale_temporary_files_are_swept(tmp_path: Path, smollm2: corral.Tokeniz
     stale.write_bytes(b"half")
     fresh.write_bytes(b"half")
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
-    disk = DiskCache(tmp_path, default_codec())
+    disk = DiskCache(tmp_path, ArtifactCodec())
     disk.evict()
     assert not stale.exists() and fresh.exists()
 
@@ -295,12 +294,11 @@ _WORKER = textwrap.dedent(
     import corral
     from corral import models
     from corral.compile import CompileCache, ConstraintSpec, compile_constraint
-    from corral.compile.cache_codec import default_codec
-    from corral.compile.disk_cache import DiskCache
+    from corral.compile.disk_cache import ArtifactCodec, DiskCache
 
     directory, go, regexes = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
     tok = corral.Tokenizer.from_gguf(models.smollm2_gguf_path())
-    cache = CompileCache(1 << 28, disk=DiskCache(directory, default_codec()))
+    cache = CompileCache(1 << 28, disk=DiskCache(directory, ArtifactCodec()))
     while not go.exists():
         time.sleep(0.01)
     out = []
@@ -328,7 +326,7 @@ def test_two_processes_compiling_into_one_directory(tmp_path: Path, smollm2: cor
     ]
     # A reader polling the directory while both write: every entry name it sees holds a whole,
     # valid entry (never a prefix of one).
-    reader = DiskCache(directory, default_codec())
+    reader = DiskCache(directory, ArtifactCodec())
     names = {reader.path(ConstraintSpec.regex(r).key(smollm2.hash), smollm2).name: r for r in regexes}
     seen: set[str] = set()
     bad: list[str] = []
@@ -415,3 +413,28 @@ def test_the_library_uses_corral_cache_dir_across_processes(tmp_path: Path) -> N
     ]
     assert (runs[0]["compiles"], runs[0]["disk_write"]) == (1, 1)
     assert (runs[1]["compiles"], runs[1]["loads"], runs[1]["disk_hit"]) == (0, 1, 1)
+
+
+def test_a_schema_with_its_model_round_trips_through_the_directory(
+    tmp_path: Path, llama32: corral.Tokenizer
+) -> None:
+    """JSON Schemas are stored whole (schema, keyword report, grammar): the loaded constraint
+    reads outputs back like the compiled one, into the Pydantic model asked for."""
+    from pydantic import BaseModel, Field
+
+    class Invoice(BaseModel):
+        number: str = Field(pattern=r"^INV-[0-9]{4}$")
+        total: float = Field(ge=0)
+        lines: list[str] = Field(min_length=1, max_length=3)
+
+    spec = ConstraintSpec.json_schema(Invoice)
+    fresh = compile_constraint(spec, llama32, cache=_cache(tmp_path))
+    cache = _cache(tmp_path)
+    loaded = compile_constraint(spec, llama32, cache=cache)
+    assert cache.stats()["loads"] == 1 and cache.stats()["compiles"] == 0
+    _same_walks(fresh.grammar, loaded.grammar, seeds=2, steps=25)
+    good = '{"number": "INV-0042", "total": 12.5, "lines": ["a"]}'
+    value, error = loaded.read(good)
+    assert error is None and isinstance(value, Invoice) and value.number == "INV-0042"
+    assert loaded.read('{"number": "INV-0042", "total": -1, "lines": ["a"]}')[1] is not None
+    assert loaded.grammar.report.entries == fresh.grammar.report.entries

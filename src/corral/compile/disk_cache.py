@@ -1,8 +1,8 @@
 """The compile cache's directory: compiled constraints persisted across processes and restarts.
 
 In:  a directory, a size bound, and a codec that turns a compiled constraint into bytes and back
-     for a tokenizer (:class:`EntryCodec`; the default is the ``.corral`` artifact container,
-     :mod:`corral.compile.cache_codec`).
+     for a tokenizer (:class:`EntryCodec`; the default, :class:`ArtifactCodec`, is the
+     ``.corral`` artifact container of :mod:`corral.compile.artifact`).
 Out: :class:`DiskCache` — ``load(key, tokenizer)`` (the constraint, or None: compile it) and
      ``store(key, tokenizer, value)``; :class:`~corral.compile.cache.CompileCache` calls both.
 
@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "ArtifactCodec",
     "DiskCache",
     "EntryCodec",
     "disk_cache_from_env",
@@ -82,6 +83,28 @@ class EntryCodec(Protocol):
     def loads(self, data: bytes, tokenizer: Any) -> Any:
         """The compiled constraint from a payload, for ``tokenizer``; raises for bytes it refuses."""
         ...
+
+
+class ArtifactCodec:
+    """Entries as ``.corral`` artifacts (:func:`corral.compile.artifact.dumps` / ``loads``):
+    every kind of constraint, its spec and options, the engine bytes, content-hashed, loaded by
+    the artifact's strict parser (which also checks the loaded spec has the entry's key).
+
+    ``compress``: zlib the body (smaller directory, slower load; off by default: a cache is
+    for speed, see ``bench/bench_cache.py``)."""
+
+    def __init__(self, compress: bool = False) -> None:
+        from corral.compile import artifact
+
+        self._artifact = artifact
+        self.compress = compress
+        self.name = f"corral-artifact/{artifact.FORMAT_VERSION}"
+
+    def dumps(self, value: Any) -> bytes:
+        return bytes(self._artifact.dumps(value, compress=self.compress))
+
+    def loads(self, data: bytes, tokenizer: Any) -> Any:
+        return self._artifact.loads(data, tokenizer)
 
 
 def parse_size(text: str | int) -> int:
@@ -370,7 +393,5 @@ def disk_cache_from_env(environ: Any = None) -> DiskCache | None:
     directory = env.get(ENV_DIR, "")
     if not directory:
         return None
-    from corral.compile.cache_codec import default_codec
-
     max_bytes = parse_size(env.get(ENV_MAX, "") or DEFAULT_MAX_BYTES)
-    return DiskCache(directory, default_codec(), max_bytes)
+    return DiskCache(directory, ArtifactCodec(), max_bytes)

@@ -101,7 +101,6 @@ def disk_cache(config: ServerConfig, metrics: Any) -> DiskCache | None:
     counted in the server's ``corral_compile_cache_disk_total``."""
     if config.cache_dir is None:
         return None
-    from corral.compile.cache_codec import default_codec
-    from corral.compile.disk_cache import DiskCache
+    from corral.compile.disk_cache import ArtifactCodec, DiskCache
 
-    return DiskCache(config.cache_dir, default_codec(), config.cache_max_bytes, metrics.quality.disk_cache)
+    return DiskCache(config.cache_dir, ArtifactCodec(), config.cache_max_bytes, metrics.quality.disk_cache)
