@@ -14,6 +14,8 @@ or ``--data``), Llama 3.2 tokenizer, in one process run, along the path every ho
   a cold disk adds its read time);
 * **disk hit, zlib**: the same with a compressed artifact body (``ArtifactCodec(compress=True)``),
   to show whether compression pays for a cache;
+* **of which artifact**: ``corral.compile.artifact.loads`` alone on the same bytes, in memory
+  (what is left of a disk hit is the file read, the envelope check and the cache bookkeeping);
 * **write**: the atomic write of the entry after the compile (temp file, fsync, rename);
 * **bytes**: entry sizes, uncompressed and zlib.
 
@@ -64,7 +66,7 @@ def main() -> None:
 
     import corral
     from corral import _native, models
-    from corral.compile import CompileCache, ConstraintSpec, compile_constraint
+    from corral.compile import CompileCache, ConstraintSpec, artifact, compile_constraint
     from corral.compile.disk_cache import ArtifactCodec, DiskCache
 
     tok = corral.Tokenizer.from_file(models.llama32_tokenizer_path())
@@ -114,6 +116,13 @@ def main() -> None:
                 rec[f"hit_{name}_s"] = min(t, rec.get(f"hit_{name}_s", t))
                 assert fresh.stats()["loads"] == 1 and fresh.stats()["compiles"] == 0
                 assert loaded.grammar.grammar_text == c.grammar.grammar_text
+        data = artifact.dumps(c, compress=False)
+        best = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            artifact.loads(data, tok)
+            best = min(best, time.perf_counter() - t0)
+        rec["artifact_loads_s"] = best
         recs.append(rec)
     if args.json:
         args.json.write_text(json.dumps(recs, indent=1))
@@ -121,7 +130,7 @@ def main() -> None:
     print(f"times: min of {args.repeat} runs, ms; compile = convert + engine compile, engine memos cleared")
     hdr = (
         f"{'set':<15}{'n':>4} | {'compile p50/p90/max':>24} | {'disk hit p50/p90/max':>24} | "
-        f"{'ratio p50/p90':>13} | {'hit zlib p50/p90':>16} | {'write p50':>9} | "
+        f"{'ratio p50/p90':>13} | {'artifact p50/p90':>16} | {'hit zlib p50/p90':>16} | {'write p50':>9} | "
         f"{'KiB p50/p90 (zlib p50/p90)':>27}"
     )
     print(hdr)
@@ -134,11 +143,13 @@ def main() -> None:
         h = [r["hit_plain_s"] * 1e3 for r in rs]
         z = [r["hit_zlib_s"] * 1e3 for r in rs]
         w = [r["write_plain_s"] * 1e3 for r in rs]
+        a = [r["artifact_loads_s"] * 1e3 for r in rs]
         b = [r["bytes_plain"] / 1024 for r in rs]
         bz = [r["bytes_zlib"] / 1024 for r in rs]
         print(
             f"{name:<15}{len(rs):>4} | {_fmt3(c)} | {_fmt3(h)} | "
             f"{_pct(c, 50) / _pct(h, 50):>6.1f} {_pct(c, 90) / _pct(h, 90):>6.1f} | "
+            f"{_pct(a, 50):>7.2f} {_pct(a, 90):>8.2f} | "
             f"{_pct(z, 50):>7.2f} {_pct(z, 90):>8.2f} | {_pct(w, 50):>9.2f} | "
             f"{_pct(b, 50):>6.1f} {_pct(b, 90):>6.1f} ({_pct(bz, 50):>5.1f} {_pct(bz, 90):>6.1f})"
         )
