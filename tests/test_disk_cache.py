@@ -438,3 +438,40 @@ def test_a_schema_with_its_model_round_trips_through_the_directory(
     assert error is None and isinstance(value, Invoice) and value.number == "INV-0042"
     assert loaded.read('{"number": "INV-0042", "total": -1, "lines": ["a"]}')[1] is not None
     assert loaded.grammar.report.entries == fresh.grammar.report.entries
+
+
+def test_an_entry_evicted_by_another_process_is_a_miss(tmp_path: Path, smollm2: corral.Tokenizer) -> None:
+    spec = ConstraintSpec.regex(REGEXES[0])
+    compile_constraint(spec, smollm2, cache=_cache(tmp_path))
+    DiskCache(tmp_path, ArtifactCodec(), max_bytes=0).evict()  # another process, a tighter bound
+    assert not _entries(tmp_path)
+    events: list[str] = []
+    cache = _cache(tmp_path, events=events)
+    assert compile_constraint(spec, smollm2, cache=cache).grammar.matcher().accept_bytes(b"abc@corral.com")
+    assert events == ["miss", "write"]
+
+
+def test_disk_events_reach_the_quality_metrics_with_bounded_labels(tmp_path: Path) -> None:
+    from corral.telemetry.quality import QualityMetrics
+
+    class Sink:
+        def __init__(self, d: object) -> None:
+            self.values: dict[str, float] = {}
+
+        def inc(self, amount: float = 1.0, **labels: str) -> None:
+            k = labels.get("event", "")
+            self.values[k] = self.values.get(k, 0.0) + amount
+
+        def observe(self, value: float, **labels: str) -> None:
+            pass
+
+    q = QualityMetrics(Sink)
+    disk = DiskCache(tmp_path, ArtifactCodec())
+    disk.subscribe(q.disk_cache)
+    disk.subscribe(q.disk_cache)  # once per listener, however often a host subscribes
+    assert (
+        disk.load("0" * 64, corral.Tokenizer.from_tokens([b"a", b"<e>"], special_ids=[1], eos_ids=[1]))
+        is None
+    )
+    q.disk_cache("something else")
+    assert q.metrics["corral_compile_cache_disk_total"].values == {"miss": 1.0, "other": 1.0}
