@@ -11,7 +11,7 @@ Out: the file's bytes (:func:`dumps`, :func:`save_artifact`) — or the same ``C
 
 Format (every integer little-endian; documented in ``docs/guides/artifacts.md``)::
 
-    magic            8  b"\\x89CORRAL\\n\\x1a"
+    magic            8  b"\\x89CORRAL\\n"
     format version   2  FORMAT_VERSION
     flags            2  bit 0: the body is zlib-compressed; other bits must be 0
     engine version   1 + n  length (1..64), ASCII: the engine that compiled it
@@ -61,8 +61,7 @@ from corral.compile.constraint import Constraint
 from corral.compile.signing import fingerprint
 from corral.compile.spec import KINDS, ConstraintSpec
 from corral.engine import CompiledGrammar
-from corral.errors import ArtifactError, LimitExceeded
-from corral.grammar import bounded_json
+from corral.errors import ArtifactError
 from corral.grammar.json_schema import SchemaReport
 from corral.grammar.json_schema.options import ReportEntry
 from corral.grammar.tools import Tool
@@ -80,7 +79,7 @@ __all__ = [
     "save_artifact",
 ]
 
-MAGIC = b"\x89CORRAL\n\x1a"
+MAGIC = b"\x89CORRAL\n"
 FORMAT_VERSION = 1
 MAX_BODY_BYTES = 512 * 1024 * 1024
 """The largest body the loader inflates (a hostile length cannot make it allocate more)."""
@@ -90,7 +89,6 @@ _SIG_LEN = 4 + 32 + 64
 _HASH_LEN = 32
 _MAX_BLOBS = 256
 _MAX_NODES = 256
-_MAX_META_DEPTH = 1000  # a schema may nest deep; past this the meta is refused, not recursed
 _REPORT_STATUSES = ("enforced", "checked after decoding", "ignored")
 
 
@@ -171,6 +169,7 @@ def save_artifact(
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary name, not the artifact
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -200,7 +199,7 @@ def _node(c: Constraint, blobs: list[bytes]) -> dict[str, Any]:
         "payload": list(s.payload) if isinstance(s.payload, tuple) else s.payload,
         "options": dict(s.options),
         "limits": dict(s.limits),
-        "tools": [t.as_json() for t in s.tools],
+        "tools": [{**t.as_json(), "index": t.index} for t in s.tools],
         "tool_mode": s.tool_mode,
         "thinking": dict(s.thinking) if s.thinking is not None else None,
         "param": s.param,
@@ -391,10 +390,12 @@ def loads(
     raw = _inflate(env) if env.info.compressed else env.body
     meta, blobs = _body(raw)
     loader = _Loader(blobs, tokenizer, limits)
-    root = meta.get("root")
-    constraint = loader.node(root, "root", 0)
-    key = meta.get("key")
-    if key != constraint.spec.key(tokenizer.hash):
+    try:
+        constraint = loader.node(meta.get("root"), "root", 0)
+        key = constraint.spec.key(tokenizer.hash)
+    except RecursionError:
+        raise _corrupt("the constraint's data nests too deeply") from None
+    if meta.get("key") != key:
         raise _corrupt("the stored cache key does not match the constraint's spec")
     if loader.used != set(range(len(blobs))):
         raise _corrupt("a grammar blob is not referenced by the constraint, or referenced twice")
@@ -435,9 +436,9 @@ def _body(raw: bytes) -> tuple[dict[str, Any], list[bytes]]:
     blobs = [r.take(r.u32(f"blob {i} length"), f"blob {i}") for i in range(count)]
     if r.pos != len(raw):
         raise _corrupt(f"{len(raw) - r.pos} unexpected bytes after the last blob")
-    try:
-        meta = bounded_json.loads(text.decode("utf-8"), _MAX_META_DEPTH, "max_meta_depth", "the meta")
-    except (UnicodeDecodeError, ValueError, LimitExceeded, RecursionError) as e:
+    try:  # the C decoder stops at Python's recursion limit (RecursionError), never overflows
+        meta = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _corrupt(f"the meta is not valid JSON ({e})") from None
     if not isinstance(meta, dict):
         raise _corrupt("the meta is not an object")
@@ -479,7 +480,7 @@ class _Loader:
 
             try:
                 think = think_format(spec.thinking, self.tokenizer)
-            except (TypeError, ValueError, KeyError) as e:
+            except (TypeError, ValueError, KeyError, AttributeError) as e:
                 raise _corrupt(f"{where}: bad think block ({e})") from None
         return Constraint(
             spec,
@@ -508,7 +509,8 @@ class _Loader:
             name = _want(t.get("name"), str, f"{where}.tools[{i}].name")
             desc = _want(t.get("description"), str, f"{where}.tools[{i}].description")
             params = _want(t.get("parameters"), dict, f"{where}.tools[{i}].parameters")
-            tools.append(Tool(name, desc, params, i))
+            index = _want(t.get("index"), int, f"{where}.tools[{i}].index")
+            tools.append(Tool(name, desc, params, index))
         payload = s.get("payload")
         if kind == "choices":
             payload = tuple(_want(payload, list, where + ".payload"))
@@ -552,11 +554,11 @@ class _Loader:
             raise _corrupt(f"{where}: the schema is not an object or boolean")
         rep = _want(js.get("report"), dict, where + ".json_schema.report")
         entries = []
-        for i, e in enumerate(_want(rep.get("entries"), list, where + ".report.entries")):
-            _want(e, list, f"{where}.report.entries[{i}]")
-            if len(e) != 4 or not all(isinstance(x, str) for x in e) or e[2] not in _REPORT_STATUSES:
+        for i, item in enumerate(_want(rep.get("entries"), list, where + ".report.entries")):
+            _want(item, list, f"{where}.report.entries[{i}]")
+            if len(item) != 4 or not all(isinstance(x, str) for x in item) or item[2] not in _REPORT_STATUSES:
                 raise _corrupt(f"{where}.report.entries[{i}] is not a report entry")
-            entries.append(ReportEntry(*e))
+            entries.append(ReportEntry(*item))
         slots: dict[str, list[str]] = {}
         for name, ptrs in _want(rep.get("slots"), dict, where + ".report.slots").items():
             _want(ptrs, list, f"{where}.report.slots.{name}")
