@@ -475,3 +475,23 @@ def test_disk_events_reach_the_quality_metrics_with_bounded_labels(tmp_path: Pat
     )
     q.disk_cache("something else")
     assert q.metrics["corral_compile_cache_disk_total"].values == {"miss": 1.0, "other": 1.0}
+
+
+def test_a_failing_directory_never_fails_or_hangs_a_compile(
+    tmp_path: Path, smollm2: corral.Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = _cache(tmp_path)
+    assert cache.disk is not None
+
+    def broken(*a: object) -> None:
+        raise RuntimeError("a bug in the directory layer")
+
+    monkeypatch.setattr(cache.disk, "load", broken)
+    monkeypatch.setattr(cache.disk, "store", broken)
+    spec = ConstraintSpec.regex(REGEXES[2])
+    assert compile_constraint(spec, smollm2, cache=cache).grammar.matcher().accept_bytes(b"red and blue")
+    from corral.compile import compile_constraint_async
+
+    fut, _ = compile_constraint_async(ConstraintSpec.regex(REGEXES[3]), smollm2, cache=cache)
+    assert fut.result(timeout=60).grammar.matcher().accept_bytes(b"+1 555 0100")
+    assert cache.stats()["compiles"] == 2

@@ -29,6 +29,7 @@ a 1 s schema compiled; at nice 19 it took 0.50 s (the compile itself only slows 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -75,6 +76,16 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     except (AttributeError, OSError):  # not Linux, or not permitted: normal priority
         pass
+
+
+def _quietly(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, or None if it raises: the directory is an optimisation, and a bug in it
+    must neither fail a request nor leave a compile's waiters hanging."""
+    try:
+        return fn(*args)
+    except Exception:
+        logging.getLogger("corral.compile.cache").warning("compile cache directory failed", exc_info=True)
+        return None
 
 
 @dataclass
@@ -202,7 +213,7 @@ class CompileCache:
         self, key: str, build: Callable[[], Any], kind: str, fut: Future[Any], tokenizer: Any = None
     ) -> None:
         disk = self.disk if tokenizer is not None else None
-        value = disk.load(key, tokenizer) if disk is not None else None
+        value = _quietly(disk.load, key, tokenizer) if disk is not None else None
         loaded = value is not None
         if not loaded:
             t0 = time.perf_counter()
@@ -228,7 +239,7 @@ class CompileCache:
             self._evict()
         fut.set_result(value)
         if disk is not None and not loaded:  # after the waiters have their result
-            disk.store(key, tokenizer, value)
+            _quietly(disk.store, key, tokenizer, value)
 
     def _evict(self) -> None:
         total = sum(e.size() for e in self._lru.values())
