@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from server_helpers import Server, serve_bundled
 
-from corral.telemetry.quality import DEFS, KEYWORDS, REFUSAL_CODES
+from corral.telemetry.quality import DEFS, DISK_EVENTS, KEYWORDS, REFUSAL_CODES
 
 pytestmark = [pytest.mark.real_tokenizer, pytest.mark.slow]
 
@@ -202,6 +202,7 @@ def test_label_values_stay_in_their_closed_sets(server: Server) -> None:
         "budget": {"max_tokens", "thinking", "other"},
         "part": {"thinking", "answer", "other"},
         "cache": {"hit", "miss"},
+        "event": DISK_EVENTS | {"other"},
     }
     names = {d.name for d in DEFS}
     for (name, labels), _ in _scrape(server).items():

@@ -40,6 +40,20 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cache-mb", type=int, default=256, help="compile-cache memory bound, MiB")
     p.add_argument("--compile-workers", type=int, default=1, help="compile threads")
     p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="persist compiled constraints in this directory, shared by processes and restarts "
+        "(default: $CORRAL_CACHE_DIR; unset: memory only)",
+    )
+    p.add_argument(
+        "--cache-max-bytes",
+        default=None,
+        metavar="SIZE",
+        help="size bound of --cache-dir, e.g. 1073741824, 512M, 2G; least recently used entries "
+        "are deleted first (default: $CORRAL_CACHE_MAX_BYTES, else 1G)",
+    )
+    p.add_argument(
         "--limit",
         action="append",
         default=[],
@@ -101,6 +115,22 @@ def parse_schema_options(items: list[str]) -> dict[str, object]:
     return out
 
 
+def cache_settings(cache_dir: Path | None, max_bytes: str | None) -> tuple[Path | None, int]:
+    """(directory, size bound) of the compile cache's directory: the options, else
+    ``CORRAL_CACHE_DIR`` / ``CORRAL_CACHE_MAX_BYTES``, else none and 1 GiB."""
+    import os
+
+    from corral.compile.disk_cache import DEFAULT_MAX_BYTES, ENV_DIR, ENV_MAX, parse_size
+
+    if cache_dir is None and os.environ.get(ENV_DIR):
+        cache_dir = Path(os.environ[ENV_DIR])
+    size = max_bytes if max_bytes is not None else os.environ.get(ENV_MAX) or DEFAULT_MAX_BYTES
+    try:
+        return cache_dir, parse_size(size)
+    except ValueError as e:
+        raise ValueError(f"--cache-max-bytes: {e}") from None
+
+
 def parse_limits(items: list[str]) -> dict[str, int]:
     """``NAME=VALUE`` strings as a checked limits dict."""
     from corral.engine import _limits
@@ -132,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         if not getattr(args, name) > 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive number of seconds")
     limits = parse_limits(args.limit)
+    cache_dir, cache_max_bytes = cache_settings(args.cache_dir, args.cache_max_bytes)
     schema_options = parse_schema_options(args.schema_option)
     if args.schema_dir is not None:  # a missing directory or a file that is not JSON: before the load
         from corral.server.app import load_schema_dir
@@ -151,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         max_n=args.max_n,
         cache_mb=args.cache_mb,
         compile_workers=args.compile_workers,
+        cache_dir=cache_dir,
+        cache_max_bytes=cache_max_bytes,
         schema_dir=args.schema_dir,
         limits=limits,
         schema_options=schema_options,

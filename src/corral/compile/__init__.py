@@ -61,7 +61,7 @@ def compile_constraint(
 
     c = cache if cache is not None else default_cache()
     value, _ = c.get_or_compile(
-        spec.key(tokenizer.hash), lambda: compile_spec(spec, tokenizer, converter), spec.kind
+        spec.key(tokenizer.hash), lambda: compile_spec(spec, tokenizer, converter), spec.kind, tokenizer
     )
     return value.with_model(spec.model)
 
@@ -79,7 +79,9 @@ def compile_constraint_async(
     from corral.compile.build import compile_spec
 
     c = cache if cache is not None else default_cache()
-    fut, hit = c.get(spec.key(tokenizer.hash), lambda: compile_spec(spec, tokenizer, converter), spec.kind)
+    fut, hit = c.get(
+        spec.key(tokenizer.hash), lambda: compile_spec(spec, tokenizer, converter), spec.kind, tokenizer
+    )
     if spec.model is None:
         return fut, hit
     out: Future[Constraint] = Future()

@@ -15,6 +15,12 @@ Two ways in:
 * :meth:`CompileCache.get_or_compile` is the synchronous path (``corral.generate``): a miss
   compiles in the caller's own thread, at the caller's priority.
 
+Backed by a directory (:class:`~corral.compile.disk_cache.DiskCache`: ``corral serve
+--cache-dir``, ``CORRAL_CACHE_DIR`` for the library and vLLM), a miss first looks on disk and
+loads the entry instead of compiling; a compile is written there for the next process. The disk
+is consulted only where a compile would run (the background thread, or the caller's thread on the
+synchronous path), so a load never blocks a decode loop either.
+
 Background compile threads run at the lowest CPU priority (nice 19, per thread on Linux). On a
 machine whose cores are all busy, a compile at normal priority takes its share of the CPU from the
 model: measured on a shared 2-core machine, a short request took 1.0-1.5 s instead of 0.48 s while
@@ -23,6 +29,7 @@ a 1 s schema compiled; at nice 19 it took 0.50 s (the compile itself only slows 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -30,7 +37,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from corral.compile.disk_cache import DiskCache
 
 __all__ = ["CacheMetrics", "CompileCache", "default_cache"]
 
@@ -68,6 +78,16 @@ def _lower_priority() -> None:
         pass
 
 
+def _quietly(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, or None if it raises: the directory is an optimisation, and a bug in it
+    must neither fail a request nor leave a compile's waiters hanging."""
+    try:
+        return fn(*args)
+    except Exception:
+        logging.getLogger("corral.compile.cache").warning("compile cache directory failed", exc_info=True)
+        return None
+
+
 @dataclass
 class _Entry:
     value: Any
@@ -95,19 +115,30 @@ class CompileCache:
         Background compile threads (started on first use).
     metrics : CacheMetrics or None
         Where hits, misses, evictions and compile times are reported.
+    disk : DiskCache or None
+        The directory behind the memory: misses load from it, compiles are written to it (only
+        for calls that give the tokenizer, which loading needs).
     """
 
-    def __init__(self, max_bytes: int, workers: int = 1, metrics: CacheMetrics | None = None) -> None:
+    def __init__(
+        self,
+        max_bytes: int,
+        workers: int = 1,
+        metrics: CacheMetrics | None = None,
+        disk: DiskCache | None = None,
+    ) -> None:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = max_bytes
         self.metrics = metrics
+        self.disk = disk
         self.workers = max(1, workers)
         self._lru: OrderedDict[str, _Entry] = OrderedDict()
         self._pending: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self.compiles = 0
+        self.loads = 0  # misses served from the directory instead of compiled
         self.hits = 0
         self.misses = 0
         self.evictions = 0
@@ -119,21 +150,27 @@ class CompileCache:
             )
         return self._pool
 
-    def get(self, key: str, build: Callable[[], Any], kind: str = "") -> tuple[Future[Any], bool]:
+    def get(
+        self, key: str, build: Callable[[], Any], kind: str = "", tokenizer: Any = None
+    ) -> tuple[Future[Any], bool]:
         """A future of the compiled constraint for ``key`` (``build()`` runs in a background
-        compile thread on a miss), and whether it was a hit (cached, or already compiling)."""
+        compile thread on a miss), and whether it was a hit (cached, or already compiling).
+        With ``tokenizer`` (what ``key`` was compiled for), a miss first tries the directory."""
         with self._lock:
             hit = self._lookup(key)
             if hit is not None:
                 return hit, True
             fut: Future[Any] = Future()
             self._pending[key] = fut
-        self._executor().submit(self._compile, key, build, kind, fut)
+        self._executor().submit(self._compile, key, build, kind, fut, tokenizer)
         return fut, False
 
-    def get_or_compile(self, key: str, build: Callable[[], Any], kind: str = "") -> tuple[Any, bool]:
-        """(compiled constraint, hit): a miss compiles in the calling thread; a constraint already
-        compiling elsewhere is waited for. Raises what ``build`` raises."""
+    def get_or_compile(
+        self, key: str, build: Callable[[], Any], kind: str = "", tokenizer: Any = None
+    ) -> tuple[Any, bool]:
+        """(compiled constraint, hit): a miss compiles (or, given ``tokenizer``, loads from the
+        directory) in the calling thread; a constraint already compiling elsewhere is waited
+        for. Raises what ``build`` raises."""
         with self._lock:
             hit = self._lookup(key)
             if hit is None:
@@ -141,7 +178,7 @@ class CompileCache:
                 self._pending[key] = fut
         if hit is not None:
             return hit.result(), True
-        self._compile(key, build, kind, fut)
+        self._compile(key, build, kind, fut, tokenizer)
         return fut.result(), False
 
     def compile_now(self, key: str, build: Callable[[], Any], kind: str = "") -> Any:
@@ -172,26 +209,37 @@ class CompileCache:
         if self.metrics is not None:
             (self.metrics.cache_hits if hit else self.metrics.cache_misses).inc()
 
-    def _compile(self, key: str, build: Callable[[], Any], kind: str, fut: Future[Any]) -> None:
-        t0 = time.perf_counter()
-        try:
-            value = build()
-        except BaseException as e:
-            with self._lock:
-                self._pending.pop(key, None)  # failures are not cached: the next try compiles again
-            fut.set_exception(e)
-            return
-        elapsed = time.perf_counter() - t0
-        if self.metrics is not None:
-            self.metrics.compile_time.observe(elapsed, kind=kind)
+    def _compile(
+        self, key: str, build: Callable[[], Any], kind: str, fut: Future[Any], tokenizer: Any = None
+    ) -> None:
+        disk = self.disk if tokenizer is not None else None
+        value = _quietly(disk.load, key, tokenizer) if disk is not None else None
+        loaded = value is not None
+        if not loaded:
+            t0 = time.perf_counter()
+            try:
+                value = build()
+            except BaseException as e:
+                with self._lock:
+                    self._pending.pop(key, None)  # failures are not cached: the next try compiles again
+                fut.set_exception(e)
+                return
+            elapsed = time.perf_counter() - t0
+            if self.metrics is not None:
+                self.metrics.compile_time.observe(elapsed, kind=kind)
         # The lowered grammar and its automata grow with the source: ~8 bytes per source byte.
         entry = _Entry(value, _BASE_BYTES + 8 * int(getattr(value, "source_len", 0)))
         with self._lock:
-            self.compiles += 1
+            if loaded:
+                self.loads += 1
+            else:
+                self.compiles += 1
             self._pending.pop(key, None)
             self._lru[key] = entry
             self._evict()
         fut.set_result(value)
+        if disk is not None and not loaded:  # after the waiters have their result
+            _quietly(disk.store, key, tokenizer, value)
 
     def _evict(self) -> None:
         total = sum(e.size() for e in self._lru.values())
@@ -218,15 +266,20 @@ class CompileCache:
             return sum(e.size() for e in self._lru.values())
 
     def stats(self) -> dict[str, int]:
-        """entries, bytes, hits, misses, compiles, evictions."""
-        return {
+        """entries, bytes, hits, misses, compiles, loads (misses served from the directory),
+        evictions; with a directory, its counts too (``disk_hit``, ``disk_write``, ...)."""
+        out = {
             "entries": self.entries,
             "bytes": self.bytes,
             "hits": self.hits,
             "misses": self.misses,
             "compiles": self.compiles,
+            "loads": self.loads,
             "evictions": self.evictions,
         }
+        if self.disk is not None:
+            out.update({f"disk_{k}": v for k, v in self.disk.counts.items()})
+        return out
 
     def close(self) -> None:
         if self._pool is not None:
@@ -239,10 +292,13 @@ _DEFAULT_LOCK = threading.Lock()
 
 def default_cache() -> CompileCache:
     """The process-wide cache ``corral.generate``, the logits processors and vLLM share.
-    ``CORRAL_COMPILE_CACHE_MB`` (default 256) bounds it."""
+    ``CORRAL_COMPILE_CACHE_MB`` (default 256) bounds its memory; ``CORRAL_CACHE_DIR`` backs it
+    with a directory (bounded by ``CORRAL_CACHE_MAX_BYTES``, default 1 GiB)."""
     global _DEFAULT
     with _DEFAULT_LOCK:
         if _DEFAULT is None:
+            from corral.compile.disk_cache import disk_cache_from_env
+
             mb = int(os.environ.get("CORRAL_COMPILE_CACHE_MB", str(DEFAULT_CACHE_MB)))
-            _DEFAULT = CompileCache(mb * 1024 * 1024, workers=1)
+            _DEFAULT = CompileCache(mb * 1024 * 1024, workers=1, disk=disk_cache_from_env())
         return _DEFAULT

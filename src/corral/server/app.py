@@ -45,7 +45,7 @@ from corral.grammar.tool_formats import detect_format
 from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
 from corral.server.classify import ClassifyAPI, choices_response, scored_choices
-from corral.server.config import ServerConfig
+from corral.server.config import ServerConfig, disk_cache
 from corral.server.deadlines import request_deadline, within
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logprobs import TraceStream, choice_extras
@@ -120,7 +120,8 @@ class CorralServer:
         self.config = config
         self.tokenizer = backend.tokenizer
         self.metrics = ServerMetrics()
-        self.cache = CompileCache(config.cache_mb * 1024 * 1024, config.compile_workers, self.metrics)
+        disk = disk_cache(config, self.metrics)  # None: memory only
+        self.cache = CompileCache(config.cache_mb * 1024 * 1024, config.compile_workers, self.metrics, disk)
         self.converter = SchemaConverter(config.compile_workers)
         self.scheduler = Scheduler(backend, self.metrics, config.max_batch)
         self.registry: dict[str, ConstraintSpec] = {}

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ServerConfig"]
+if TYPE_CHECKING:
+    from corral.compile.disk_cache import DiskCache
+
+__all__ = ["ServerConfig", "disk_cache"]
 
 
 @dataclass
@@ -34,6 +38,12 @@ class ServerConfig:
         Memory bound of the compile cache (estimated), in MiB.
     compile_workers : int
         Compile threads.
+    cache_dir : Path or None
+        A directory behind the compile cache (``--cache-dir``, default ``CORRAL_CACHE_DIR``):
+        misses load from it instead of compiling, compiles are written to it; shared safely by
+        processes (see :mod:`corral.compile.disk_cache`). None: memory only.
+    cache_max_bytes : int
+        Size bound of ``cache_dir`` (``--cache-max-bytes``; least recently used entries go first).
     schema_dir : Path or None
         JSON Schemas to pre-compile at start-up (``*.json``; a file may also hold an OpenAI
         ``{"name", "schema", "strict"}`` object). Registered by name (the file's stem or
@@ -74,6 +84,8 @@ class ServerConfig:
     max_n: int = 8
     cache_mb: int = 256
     compile_workers: int = 1
+    cache_dir: Path | None = None
+    cache_max_bytes: int = 1 << 30
     schema_dir: Path | None = None
     limits: dict[str, int] = field(default_factory=dict)
     schema_options: dict[str, object] = field(default_factory=dict)
@@ -82,3 +94,13 @@ class ServerConfig:
     retry_after: int = 1
     playground: bool = True
     tool_format: str = "auto"
+
+
+def disk_cache(config: ServerConfig, metrics: Any) -> DiskCache | None:
+    """The compile cache's directory for ``config`` (None without ``cache_dir``), its events
+    counted in the server's ``corral_compile_cache_disk_total``."""
+    if config.cache_dir is None:
+        return None
+    from corral.compile.disk_cache import ArtifactCodec, DiskCache
+
+    return DiskCache(config.cache_dir, ArtifactCodec(), config.cache_max_bytes, metrics.quality.disk_cache)

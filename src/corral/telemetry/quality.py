@@ -7,7 +7,8 @@ same meaning. A host hands :class:`QualityMetrics` a factory that makes one metr
 ``observe(value, **labels)`` (histograms).
 
 Labels are bounded: a label value outside its closed set (:data:`KEYWORDS`,
-:data:`REFUSAL_CODES`, :data:`BUDGETS`, :data:`PARTS`, :data:`CACHE`) is recorded as ``other``,
+:data:`REFUSAL_CODES`, :data:`BUDGETS`, :data:`PARTS`, :data:`CACHE`, :data:`DISK_EVENTS`) is
+recorded as ``other``,
 so no schema, value or message can grow the number of series.
 """
 
@@ -21,6 +22,7 @@ __all__ = [
     "BUDGETS",
     "CACHE",
     "DEFS",
+    "DISK_EVENTS",
     "KEYWORDS",
     "MetricDef",
     "PARTS",
@@ -67,6 +69,10 @@ BUDGETS = frozenset({"max_tokens", "thinking"})
 PARTS = frozenset({"thinking", "answer"})
 #: How a request got its constraint.
 CACHE = frozenset({"hit", "miss"})
+#: What the compile cache's directory did (:class:`corral.compile.disk_cache.DiskCache`): an
+#: entry loaded instead of compiled, not found, written, evicted (size bound), refused and
+#: deleted (corrupt, truncated, foreign), or a write that failed.
+DISK_EVENTS = frozenset({"hit", "miss", "write", "eviction", "corrupt", "write_error"})
 
 _WAIT = (0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _SHARE = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0)
@@ -112,6 +118,13 @@ DEFS: tuple[MetricDef, ...] = (
         "compiling; miss: compiled for it).",
         ("cache",),
         _WAIT,
+    ),
+    MetricDef(
+        "corral_compile_cache_disk_total",
+        "counter",
+        "Compile-cache directory events: hit (loaded instead of compiled), miss, write, eviction "
+        "(size bound, LRU), corrupt (entry refused, deleted and recompiled), write_error.",
+        ("event",),
     ),
     MetricDef(
         "corral_constrained_tokens_total",
@@ -196,6 +209,10 @@ class QualityMetrics:
     def compile_wait(self, seconds: float, hit: bool) -> None:
         """A constrained request waited ``seconds`` for its compiled constraint."""
         self.metrics["corral_compile_wait_seconds"].observe(max(0.0, seconds), cache="hit" if hit else "miss")
+
+    def disk_cache(self, event: str) -> None:
+        """The compile cache's directory had one ``event`` (see :data:`DISK_EVENTS`)."""
+        self._inc("corral_compile_cache_disk_total", event=label(event, DISK_EVENTS))
 
     def steps(self, masked: int, allowed: int, forced: int = 0, tokens: int = 0) -> None:
         """Aggregate per-step figures (hosts that see steps, not rows: vLLM)."""

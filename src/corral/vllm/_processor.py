@@ -34,7 +34,7 @@ import torch
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from corral.compile import Constraint, compile_constraint_async
+from corral.compile import Constraint, compile_constraint_async, default_cache
 from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
 from corral.runtime.thinking import ThinkBudget, think_budget
@@ -142,6 +142,9 @@ class _Core:
         self.eos = self.kernel.eos
         self.rows: dict[int, _Row] = {}
         self.quality = quality_metrics()
+        disk = default_cache().disk  # CORRAL_CACHE_DIR: a new worker loads what others compiled
+        if disk is not None:
+            disk.subscribe(self.quality.disk_cache)
 
     def new_row(self, params: SamplingParams, output: list[int]) -> _Row | None:
         """A row for a request (None: not constrained); compiling starts in corral's compile
@@ -250,6 +253,8 @@ class CorralLogitsProcessorV1(LogitsProcessor):
 
     Environment: ``CORRAL_MASK_THREADS`` (threads for mask filling; default 0 = one per core),
     ``CORRAL_BUDGET_MARGIN`` (steering margin, default 16 tokens),
+    ``CORRAL_CACHE_DIR`` / ``CORRAL_CACHE_MAX_BYTES`` (a compile-cache directory the workers
+    share: a restarted or new worker loads constraints instead of compiling them),
     ``CORRAL_VLLM_STRUCTURED_OUTPUTS=1`` (read in the API process: route ``response_format`` /
     ``structured_outputs`` requests to corral instead of vLLM's structured-output backend).
     """
