@@ -22,7 +22,7 @@ from typing import Any
 from corral.errors import SchemaError
 from corral.grammar import formats, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _NOT_MATCHING
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr, _regex_terminal
 
 
@@ -104,12 +104,32 @@ def _quick_check(schema: dict[str, Any], value: Any) -> bool:
     import jsonschema
 
     try:
-        jsonschema.Draft202012Validator(schema, format_checker=_format_checker()).validate(value)
+        _validator()(schema, format_checker=_format_checker()).validate(value)
     except jsonschema.ValidationError:
         return False
     except jsonschema.exceptions.RefResolutionError:
         return True
     return True
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    """Draft 2020-12 with the converter's internal _NOT_MATCHING keyword (set on complements):
+    a string must not match any of its patterns."""
+    import jsonschema
+
+    def not_matching(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+        if isinstance(instance, str) and any(_search(p, instance) for p in patterns):
+            yield jsonschema.ValidationError(f"{instance!r} matches an excluded pattern")
+
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {_NOT_MATCHING: not_matching})
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return True  # (never excluded by the grammar: it refuses such patterns)
 
 
 @lru_cache(maxsize=1)
