@@ -33,7 +33,7 @@ from typing import Any
 
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _KNOWN, _NOT_MATCHING, _PLAIN_NUMBERS
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _KNOWN, _NOT_MATCHING, _PLAIN_NUMBERS
 from corral.grammar.json_schema.literals import _quick_check
 from corral.grammar.json_schema.util import _has_ref, _json_equal, _kind, _NoValue, _ptr
 
@@ -198,6 +198,8 @@ class CompositionMixin(ConverterCore):
 # count is what the conversion pays), and $ref/not/properties levels it follows.
 _MAX_BRANCHES = 64
 _MAX_DEPTH = 8
+# Most characters of the strings a complement excludes (one automaton of about that many states).
+_MAX_EXCLUDED_CHARS = 20000
 _FLIPPED = {
     "minimum": "exclusiveMaximum",
     "exclusiveMinimum": "maximum",
@@ -266,10 +268,10 @@ def _violators(
         listed = {value} if isinstance(value, str) else set(value) if isinstance(value, list) else None
         if listed is None or not all(isinstance(x, str) for x in listed):
             return None
-        if "integer" in listed and "number" not in listed:
-            return None  # "numbers that are not integers" is not a type
-        others = [x for x in _KINDS if x not in listed]
-        return [{"type": others}] if others else []
+        fractions = "integer" in listed and "number" not in listed
+        others = [x for x in _KINDS if x not in listed and not (fractions and x == "number")]
+        # Numbers that are not integers are no type, but a number terminal (_FRACTION).
+        return [{"type": others}] * bool(others) + [{"type": "number", _FRACTION: True}] * fractions
     if key in ("const", "enum"):
         if key == "enum" and "const" in schema:
             return []  # written with the const
@@ -381,6 +383,8 @@ def _not_values(schema: dict[str, Any]) -> list[Any] | None:
             out.append({"enum": rest})
     if "string" in present:
         strs = list(dict.fromkeys(v for v in values if isinstance(v, str)))
+        if sum(len(v) for v in strs) > _MAX_EXCLUDED_CHARS:
+            return None  # (its automaton would be over the product budget anyway)
         listed = "|".join(re.escape(v) for v in strs)
         out.append({"type": "string", _NOT_MATCHING: ["^(?:" + listed + ")\\Z"]})
     if "number" in present:

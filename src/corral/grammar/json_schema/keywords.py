@@ -119,3 +119,7 @@ _PLAIN_NUMBERS = "$corral:plain-numbers"
 # Internal keyword: ECMA/Python search patterns a string must NOT match (each subtracted from the
 # string's automaton with the grammar's ``-``). Set on the string branches of a complement.
 _NOT_MATCHING = "$corral:not-matching"
+# Internal keyword: numbers that are not integers, in plain spellings of at most 15 significant
+# digits (so a validator's float is not integral either: 15 digits survive the round trip).
+# Set on the number branch of the complement of ``type: integer``.
+_FRACTION = "$corral:fraction"

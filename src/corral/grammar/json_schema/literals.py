@@ -22,7 +22,7 @@ from typing import Any
 from corral.errors import SchemaError
 from corral.grammar import formats, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _NOT_MATCHING
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _NOT_MATCHING
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr, _regex_terminal
 
 
@@ -122,7 +122,13 @@ def _validator() -> Any:
         if isinstance(instance, str) and any(_search(p, instance) for p in patterns):
             yield jsonschema.ValidationError(f"{instance!r} matches an excluded pattern")
 
-    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {_NOT_MATCHING: not_matching})
+    def fraction(validator: Any, flag: Any, instance: Any, schema: Any) -> Any:
+        if isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer()):
+            yield jsonschema.ValidationError(f"{instance!r} is an integer")
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {_NOT_MATCHING: not_matching, _FRACTION: fraction}
+    )
 
 
 def _search(pattern: str, text: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
+from corral.errors import CompileError, LimitExceeded, SchemaError, UnsupportedSchemaError
 from corral.grammar import formats, probe
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _NOT_MATCHING, _SLOT_NAME, _STRING_KEYS, SLOT_KEYWORD
@@ -70,10 +70,12 @@ class StringsMixin(ConverterCore):
             # The string side of a complement (composition._complement): patterns subtracted
             # with the grammar's `-`, read as Python does (no ASCII narrowing: that would widen
             # what is left).
-            minus = [self.pattern_regex(p, _ptr(pointer, "not"), ascii_classes=False) for p in excluded]
             try:
+                minus = [self.pattern_regex(p, _ptr(pointer, "not"), ascii_classes=False) for p in excluded]
                 out = self.regular_string([*pieces, *([length] if length else [])], minus)
-            except _TooBig:
+            except (_TooBig, LimitExceeded) as e:
+                if isinstance(e, LimitExceeded) and e.limit in ("max_convert_ms", "max_schema_depth"):
+                    raise
                 self.cannot_enforce(
                     _ptr(pointer, "not"), "not", "the strings left would need too many automaton states"
                 )
