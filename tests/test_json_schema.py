@@ -253,7 +253,7 @@ CASES: list[tuple[Any, list[Any], list[Any]]] = [
 POST_CHECKED = [
     ({"type": "array", "uniqueItems": True}, [1, 1]),
     ({"type": "number", "multipleOf": 0.1}, 0.35),  # validators divide in floating point
-    ({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 5),
+    ({"oneOf": [{"type": "integer"}, {"multipleOf": 3}]}, 6),  # "not a multiple of 3" has no schema
     ({"type": "string", "pattern": "^a", "maxLength": 300}, "a" * 301),  # above the counted cap
     (
         {
@@ -417,7 +417,11 @@ def test_disjoint_one_of_is_enforced_by_the_grammar(tok: corral.Tokenizer) -> No
     )
     assert not tagged.report.post_checks
     assert _accepts(tagged, '{"kind": "a", "x": 1}') and _accepts(tagged, '{"kind": "c"}')
+    # Overlapping branches whose complements have schemas: exactly-one is enforced too.
     overlapping = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, tok)
+    assert not overlapping.report.post_checks
+    assert _accepts(overlapping, "-1") and _accepts(overlapping, "0.5") and not _accepts(overlapping, "5")
+    overlapping = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"multipleOf": 3}]}, tok)
     assert overlapping.report.post_checks
 
 
