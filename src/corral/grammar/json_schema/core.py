@@ -457,7 +457,10 @@ class ConverterCore:
             if rewritten is not None:
                 try:
                     return self.value_body(rewritten, pointer)
-                except UnsupportedSchemaError:
+                except SchemaError as e:
+                    if isinstance(e, _NoValue):
+                        raise  # (exact: no value satisfies the schema)
+                    # Unsupported, or an error only the rewritten form meets: as before.
                     self.restore(saved)
         for key in ("anyOf", "oneOf"):
             if key in schema:
