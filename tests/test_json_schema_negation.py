@@ -218,3 +218,28 @@ def test_adversarial_schemas_compile_bounded(
             g.validate(json.dumps(bad))
     else:
         assert not _accepts(g, llama32, json.dumps(bad)), name
+
+
+def test_complements_follow_the_draft(llama32: corral.Tokenizer) -> None:
+    # Draft-04 has no const: its "not" of a const forbids every value there, so the grammar must
+    # not write "everything but 3"; left to validate(), which reads the draft.
+    d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "not": {"const": 3}}
+    g = corral.compile_json_schema(d4, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate("4")
+    # Before 2019-09 the siblings of a $ref are ignored: no complement is written for them.
+    d7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"num": {"type": "number"}},
+        "not": {"$ref": "#/definitions/num", "minimum": 5},
+    }
+    g = corral.compile_json_schema(d7, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate("3")
+    # A $ref alone is followed.
+    ref = {"$defs": {"s": {"type": "string"}}, "not": {"$ref": "#/$defs/s"}}
+    g = corral.compile_json_schema(ref, llama32)
+    assert not g.report.post_checks
+    assert _accepts(g, llama32, "3") and not _accepts(g, llama32, '"x"')

@@ -63,12 +63,20 @@ class CompositionMixin(ConverterCore):
         """A `$ref` resolver for _complement (errors name `pointer`)."""
         return lambda ref: self.resolve_ref(ref, pointer)[0]
 
+    def before_draft6(self) -> bool:
+        """Is the document draft-04 or older? Then ``const``, ``contains`` and ``propertyNames``
+        are no keywords, so complements (which read them as keywords) are not written."""
+        uri = self.root.get("$schema") if isinstance(self.root, dict) else None
+        return isinstance(uri, str) and re.search(r"draft-0[0-5]", uri) is not None
+
     def negation(self, schema: dict[str, Any], pointer: str) -> dict[str, Any] | None:
         """`schema` with ``not`` rewritten as what the grammar enforces: an ``enum``/``const``
         filtered by it, or ``anyOf`` of the complement branches (see _complement); None when the
         complement is not expressible (then ``not`` is checked after decoding). Raises _NoValue
         when nothing is left."""
         where = _ptr(pointer, "not")
+        if self.before_draft6():
+            return None
         sub = schema["not"]
         rest = {k: v for k, v in schema.items() if k != "not"}
         if "enum" in rest or "const" in rest:
@@ -109,7 +117,7 @@ class CompositionMixin(ConverterCore):
         can match exactly one branch."""
         where = _ptr(pointer, "oneOf")
         branches = schema["oneOf"]
-        if len(branches) > _MAX_BRANCHES:
+        if len(branches) > _MAX_BRANCHES or self.before_draft6():
             return None
         resolve = self.resolver(where)
         comps: dict[int, list[Any] | None] = {}
@@ -236,6 +244,8 @@ def _complement(c_schema: Any, resolve: Resolve | None = None, depth: int = 0) -
         return [True]
     if not isinstance(c_schema, dict):
         return None
+    if "$ref" in c_schema and any(k not in _ANNOTATIONS and k != "$ref" for k in c_schema):
+        return None  # (before 2019-09 a $ref's siblings are ignored: a complement would differ)
     out: list[Any] = []
     for key, value in c_schema.items():
         if key in _ANNOTATIONS or (key not in _KNOWN and not key.startswith("$corral:")):
