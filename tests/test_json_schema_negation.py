@@ -243,3 +243,15 @@ def test_complements_follow_the_draft(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(ref, llama32)
     assert not g.report.post_checks
     assert _accepts(g, llama32, "3") and not _accepts(g, llama32, '"x"')
+
+
+def test_malformed_or_unsupported_under_not(llama32: corral.Tokenizer) -> None:
+    # A malformed keyword is a clear error naming where it is (never a TypeError)...
+    with pytest.raises(corral.SchemaError) as e:
+        corral.compile_json_schema({"enum": [1, 2], "not": {"minimum": "x"}}, llama32)
+    assert e.value.pointer == "#/not"
+    # ...and a pattern the engine cannot compile leaves not to validate().
+    g = corral.compile_json_schema({"type": "string", "not": {"pattern": "(?<=a)b"}}, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate('"ab"')

@@ -85,7 +85,9 @@ class CompositionMixin(ConverterCore):
                 return None  # (a $ref cannot be followed by the filter's validator)
             if "const" in rest and "enum" in rest and isinstance(rest["enum"], list):
                 values = [v for v in values if any(_json_equal(v, e) for e in rest["enum"])]
-            kept = [v for v in values if sub is False or (sub is not True and not _quick_check(sub, v))]
+            kept = [
+                v for v in values if sub is False or (sub is not True and not _quick_check(sub, v, where))
+            ]
             if not kept:
                 raise _NoValue("every enum/const value matches the schema under not", where)
             self.note(where, "not", "enforced", "enum/const values that match it are left out")

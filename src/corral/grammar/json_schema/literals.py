@@ -44,7 +44,7 @@ class LiteralsMixin(ConverterCore):
         for i, v in enumerate(values):
             if i % 256 == 255:  # a long enum is one subschema: the time limit applies inside it
                 self.check_time(_ptr(where, i))
-            if not rest or _quick_check(rest, v):
+            if not rest or _quick_check(rest, v, pointer):
                 kept.append(v)
         if not kept:
             raise _NoValue("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
@@ -97,7 +97,7 @@ class LiteralsMixin(ConverterCore):
         raise SchemaError(f"unsupported enum/const value {v!r}", pointer)
 
 
-def _quick_check(schema: dict[str, Any], value: Any) -> bool:
+def _quick_check(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
     """Does `value` satisfy `schema`? (Used to filter enum values; jsonschema does the work.)
     Formats the grammar enforces are checked with the grammar's regexes (the post-decoding
     validation skips them), also inside the value (``propertyNames``, ``items``, ...)."""
@@ -109,6 +109,9 @@ def _quick_check(schema: dict[str, Any], value: Any) -> bool:
         return False
     except jsonschema.exceptions.RefResolutionError:
         return True
+    except (TypeError, ValueError, ArithmeticError) as e:
+        # A malformed keyword the validator trips on ({"minimum": "x"}): name it, never crash.
+        raise SchemaError(f"a keyword beside enum/const (or under not) is malformed: {e}", pointer) from None
     return True
 
 
