@@ -253,7 +253,7 @@ CASES: list[tuple[Any, list[Any], list[Any]]] = [
 POST_CHECKED = [
     ({"type": "array", "uniqueItems": True}, [1, 1]),
     ({"type": "number", "multipleOf": 0.1}, 0.35),  # validators divide in floating point
-    ({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 5),
+    ({"oneOf": [{"type": "integer"}, {"multipleOf": 3}]}, 6),  # "not a multiple of 3" has no schema
     ({"type": "string", "pattern": "^a", "maxLength": 300}, "a" * 301),  # above the counted cap
     (
         {
@@ -417,7 +417,11 @@ def test_disjoint_one_of_is_enforced_by_the_grammar(tok: corral.Tokenizer) -> No
     )
     assert not tagged.report.post_checks
     assert _accepts(tagged, '{"kind": "a", "x": 1}') and _accepts(tagged, '{"kind": "c"}')
+    # Overlapping branches whose complements have schemas: exactly-one is enforced too.
     overlapping = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, tok)
+    assert not overlapping.report.post_checks
+    assert _accepts(overlapping, "-1") and _accepts(overlapping, "0.5") and not _accepts(overlapping, "5")
+    overlapping = corral.compile_json_schema({"oneOf": [{"type": "integer"}, {"multipleOf": 3}]}, tok)
     assert overlapping.report.post_checks
 
 
@@ -479,7 +483,8 @@ def test_unknown_keywords_are_annotations_in_merges(tok: corral.Tokenizer) -> No
 
 def test_regressions_from_the_jsonschemabench_sweep(tok: corral.Tokenizer) -> None:
     # A oneOf told apart by a property enum is not exclusive when the branches also match
-    # non-objects: the exactly-one check must stay (reported), or both branches would match 5.
+    # non-objects: both branches match 5, so exactly-one must exclude it (enforced through each
+    # branch's complement).
     g = corral.compile_json_schema(
         {
             "oneOf": [
@@ -489,7 +494,9 @@ def test_regressions_from_the_jsonschemabench_sweep(tok: corral.Tokenizer) -> No
         },
         tok,
     )
-    assert g.report.post_checks
+    assert not g.report.post_checks, str(g.report)
+    assert not _accepts(g, "5") and not _accepts(g, '"x"')
+    assert _accepts(g, '{"t": "a"}') and _accepts(g, '{"t": "b"}') and not _accepts(g, '{"t": "c"}')
     # Under an integer type, enum numbers are spelled as integers (draft-04 rejects 1.0).
     d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "enum": [0, 1]}
     g = corral.compile_json_schema(d4, tok)

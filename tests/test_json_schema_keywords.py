@@ -428,14 +428,21 @@ def test_contains_is_exact(schema: Any, tok: corral.Tokenizer) -> None:
 
 
 def test_contains_that_cannot_be_split_keeps_max_contains_post_checked(tok: corral.Tokenizer) -> None:
-    schema = {"type": "array", "contains": {"minimum": 2, "maximum": 8}, "minContains": 1, "maxContains": 1}
+    # "Not a multiple of 3" has no schema: maxContains is left to validate().
+    schema = {"type": "array", "contains": {"multipleOf": 3}, "minContains": 1, "maxContains": 1}
     g = corral.compile_json_schema(schema, tok)
     st = statuses(g)
     assert st["contains"] == {"enforced"} and st["maxContains"] == {"checked after decoding"}
-    assert not accepts(g, "[1, 0]")  # the lower bound is still enforced
+    assert not accepts(g, "[1, 2]")  # the lower bound is still enforced
     assert accepts(g, "[3]")
     with pytest.raises(corral.OutputValidationError):
-        g.validate("[3, 4]")
+        g.validate("[3, 6]")
+    # Bounds have a complement (numbers outside them, non-numbers): maxContains is enforced.
+    schema = {"type": "array", "contains": {"minimum": 2, "maximum": 8}, "minContains": 1, "maxContains": 1}
+    g = corral.compile_json_schema(schema, tok)
+    assert statuses(g)["maxContains"] == {"enforced"}
+    assert accepts(g, "[3]") and accepts(g, "[1, 3, 9]")
+    assert not accepts(g, "[3, 4]") and not accepts(g, '[1, 3, "x"]') and not accepts(g, "[1, 0]")
     # A contains schema that is itself checked after decoding: contains is too.
     g = corral.compile_json_schema({"type": "array", "contains": {"type": "array", "uniqueItems": True}}, tok)
     assert statuses(g)["contains"] == {"checked after decoding"}
@@ -503,11 +510,17 @@ def test_if_then_else_on_a_discriminator_is_enforced(tok: corral.Tokenizer) -> N
 
 
 def test_if_that_is_not_a_discriminator_stays_post_checked(tok: corral.Tokenizer) -> None:
-    schema = {"if": {"minimum": 3, "maximum": 5}, "then": {"multipleOf": 2}}
+    # "Not a multiple of 3" has no schema: the condition cannot be negated.
+    schema = {"if": {"multipleOf": 3}, "then": {"minimum": 10}}
     g = corral.compile_json_schema(schema, tok)
     assert statuses(g)["if"] == {"checked after decoding"}
     with pytest.raises(corral.OutputValidationError):
         g.validate("3")
+    # Two bounds negate to two intervals (and the non-numbers): enforced.
+    schema = {"if": {"minimum": 3, "maximum": 5}, "then": {"multipleOf": 2}}
+    g = corral.compile_json_schema(schema, tok)
+    assert statuses(g)["if"] == {"enforced"}
+    assert_exact(schema, [2, 3, 4, 5, 6, 7, "x", None], tok)
 
 
 def test_if_with_one_bound_or_a_type_is_enforced(tok: corral.Tokenizer) -> None:
@@ -776,11 +789,14 @@ def test_property_names_near_miss_rejected_at_the_first_wrong_byte(tok: corral.T
 
 
 def test_pattern_properties_fall_back_to_post_check(tok: corral.Tokenizer) -> None:
-    many = {"type": "object", "patternProperties": {f"^{c}": {"type": "integer"} for c in "abcde"}}
+    # Five unanchored patterns with five schemas: one key can match all five at once, more than
+    # max_key_patterns=4 (the key classes would be every subset).
+    many = {"type": "object", "patternProperties": {c: {"multipleOf": i + 2} for i, c in enumerate("abcde")}}
     g = corral.compile_json_schema(many, tok, extra_properties="spec")
     assert statuses(g)["patternProperties"] == {"checked after decoding"}
+    assert "at once" in str(g.report)
     with pytest.raises(corral.OutputValidationError):
-        g.validate('{"a": "x"}')
+        g.validate('{"a": 3}')
     g = corral.compile_json_schema(
         {"type": "object", "propertyNames": {"anyOf": [{"const": "a"}, {"maxLength": 0}]}}, tok
     )

@@ -25,7 +25,8 @@ MODEL = "SmolLM2-135M-Instruct"
 VOCAB_WIDTH = 49152  # SmolLM2's vocabulary: the mask's width
 WORD = {"type": "object", "properties": {"word": {"type": "string", "maxLength": 12}}, "required": ["word"]}
 STORY = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}
-# Every output violates these: two zeros are never unique; "a" is required and forbidden by "not".
+# Every output violates these: two zeros are never unique; every integer "a" is a multiple of 1,
+# which "not" forbids (a complement the grammar cannot write, so it is checked after decoding).
 NOT_UNIQUE = {
     "type": "array",
     "items": {"type": "integer", "minimum": 0, "maximum": 0},
@@ -38,7 +39,7 @@ FORBIDDEN = {
     "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}},
     "required": ["a"],
     "additionalProperties": False,
-    "not": {"required": ["a"]},
+    "not": {"properties": {"a": {"multipleOf": 1}}},
 }
 
 

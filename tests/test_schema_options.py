@@ -126,7 +126,7 @@ def test_counted_length_budget() -> None:
 def test_key_pattern_budget() -> None:
     schema = {
         "type": "object",
-        "patternProperties": {"^a": {"type": "integer"}, "^b": {"type": "string"}},
+        "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 0}},
         "additionalProperties": False,
     }
     _, report = convert(schema)

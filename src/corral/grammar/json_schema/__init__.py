@@ -19,10 +19,11 @@ Invariants:
   one product automaton (the grammar's ``&``), lengths up to ``max_counted_length``; a product
   is probed first (probe.py) and written only within ``max_product_states`` (else the length,
   then the pattern, is checked after decoding).
-* Property names: an undeclared key is one of up to 2**``max_key_patterns`` key classes, one
-  per set of ``patternProperties`` patterns it matches (its value then satisfies all of their
-  schemas, or ``additionalProperties`` for none), each a product automaton
-  ``propertyNames & patterns - other patterns - declared names``. Declared names get the
+* Property names: an undeclared key is in one key class per set of ``patternProperties``
+  patterns (grouped by schema) it can match at once (its value then satisfies all of their
+  schemas, or ``additionalProperties`` for none), found by refinement over pairwise overlaps
+  rather than by enumerating subsets, each a product automaton
+  ``propertyNames & patterns - overlapping other patterns - declared names``. Declared names get the
   schemas of the patterns they match; those that fail ``propertyNames`` are never generated.
   A ``propertyNames`` enum of at most ``max_named_keys`` names makes them declared members, so
   no key repeats; other extra keys may repeat (not regular), except the ones counted for
@@ -39,6 +40,11 @@ Invariants:
   ``minContains``/``maxContains`` (containers.ArrayItems: an upper bound needs the complement
   of ``contains``, see composition._complement), and ``if``/``then``/``else`` when "not if" is
   expressible (anyOf of the two cases, see composition._not_if).
+* ``not`` and the exclusivity of ``oneOf`` go through complements (composition._complement,
+  De Morgan over the keywords): ``not S`` is S's complement as ``anyOf``, and a ``oneOf`` whose
+  branches may overlap is ``anyOf`` of each branch minus the others; strings outside a pattern
+  use the grammar's ``-``. When a complement cannot be written, the keyword is checked after
+  decoding.
 * Every budget is a :class:`SchemaOptions` field with its default and cost documented; the
   conversion as a whole is bounded by ``max_convert_ms`` (``LimitExceeded`` naming the pointer).
 

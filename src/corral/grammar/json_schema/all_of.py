@@ -23,7 +23,7 @@ from typing import Any
 
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _KNOWN, _UNMERGED
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _KNOWN, _NOT_MATCHING, _UNMERGED
 from corral.grammar.json_schema.patterns import _safe_search
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr
 
@@ -134,6 +134,10 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
             out[key] = keep
         elif key in ("items", "additionalProperties", "contains", "propertyNames"):
             out[key] = _conjoin(va, vb)
+        elif key == "not":
+            out[key] = {"anyOf": [va, vb]}  # not A and not B = not (A or B)
+        elif key == _NOT_MATCHING:
+            out[key] = [*va, *(p for p in vb if p not in va)]
         elif key in ("anyOf", "oneOf"):
             out.setdefault("allOf", [])
             out["allOf"] = [*out.get("allOf", []), {key: vb}]
@@ -143,6 +147,12 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
             raise UnsupportedSchemaError(
                 f"allOf: cannot merge two different {key!r} values", _ptr(pointer, key)
             )
+    props, required = out.get("properties"), out.get("required")
+    if isinstance(props, dict) and isinstance(required, list):
+        for name in required:
+            if isinstance(name, str) and props.get(name) is False:
+                # (a complement's "objects without name" met a part that requires it)
+                raise _NoValue(f"allOf: required property {name!r} is forbidden (false)", pointer)
     if "allOf" in out and out["allOf"]:
         pending = out.pop("allOf")
         for p in pending:

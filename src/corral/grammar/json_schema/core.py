@@ -76,6 +76,9 @@ class ConverterCore:
         # composition.py, all_of.py
         def if_then_else(self, schema: dict[str, Any], pointer: str) -> dict[str, Any] | None: ...
         def provably_disjoint(self, branches: list[Any], pointer: str) -> bool: ...
+        def negation(self, schema: dict[str, Any], pointer: str) -> dict[str, Any] | None: ...
+        def exclusive_one_of(self, schema: dict[str, Any], pointer: str) -> dict[str, Any] | None: ...
+        def needs_exclusion(self, schema: dict[str, Any], pointer: str) -> bool: ...
         def merge_all_of(self, schema: dict[str, Any], pointer: str) -> dict[str, Any]: ...
 
         # literals.py, numeric.py, strings.py, arrays.py
@@ -444,6 +447,21 @@ class ConverterCore:
                     # then/else use something unsupported: as before, check them after decoding
                     # (they are then never compiled).
                     self.restore(saved)
+        for key, rewrite in (("not", self.negation), ("oneOf", self.exclusive_one_of)):
+            # Enforced through complements (composition.py) when expressible; if a complement
+            # needs something unsupported, as before: checked after decoding.
+            if key not in schema or (key == "oneOf" and not self.needs_exclusion(schema, pointer)):
+                continue
+            saved = self.snapshot()
+            rewritten = rewrite(schema, pointer)
+            if rewritten is not None:
+                try:
+                    return self.value_body(rewritten, pointer)
+                except SchemaError as e:
+                    if isinstance(e, _NoValue):
+                        raise  # (exact: no value satisfies the schema)
+                    # Unsupported, or an error only the rewritten form meets: as before.
+                    self.restore(saved)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]
@@ -451,7 +469,7 @@ class ConverterCore:
                     raise SchemaError(f"{key} must be a non-empty array", _ptr(pointer, key))
                 rest = {k: v for k, v in schema.items() if k != key}
                 if key == "oneOf" and len(branches) > 1:
-                    if self.provably_disjoint(branches, _ptr(pointer, key)):
+                    if not self.needs_exclusion(schema, pointer):
                         self.note(_ptr(pointer, key), key, "enforced", "branches are disjoint")
                     else:
                         self.cannot_enforce(_ptr(pointer, key), key, "exactly-one is checked after decoding")

@@ -96,8 +96,8 @@ _KNOWN = frozenset(
 # Keywords the grammar cannot (yet) express: kept for the post-decoding check. (multipleOf,
 # contains/minContains/maxContains, minProperties/maxProperties, dependentRequired,
 # dependentSchemas, dependencies, patternProperties and propertyNames are enforced where
-# expressible and reported by the type that uses them; if/then/else is enforced for
-# discriminator conditions.)
+# expressible and reported by the type that uses them; if/then/else and not are enforced when
+# the complement of the condition / negated schema is expressible, see composition.py.)
 _POST_CHECKED = frozenset(
     {
         "uniqueItems",
@@ -116,3 +116,10 @@ _UNMERGED = "$corral:unmerged"
 # Internal keyword: numbers in plain decimal notation only. Set on the intervals _complement
 # makes: an exponent spelling near a zero bound (1e-400) would parse to 0.0 in a validator.
 _PLAIN_NUMBERS = "$corral:plain-numbers"
+# Internal keyword: ECMA/Python search patterns a string must NOT match (each subtracted from the
+# string's automaton with the grammar's ``-``). Set on the string branches of a complement.
+_NOT_MATCHING = "$corral:not-matching"
+# Internal keyword: numbers that are not integers, in plain spellings of at most 15 significant
+# digits (so a validator's float is not integral either: 15 digits survive the round trip).
+# Set on the number branch of the complement of ``type: integer``.
+_FRACTION = "$corral:fraction"

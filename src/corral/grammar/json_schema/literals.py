@@ -22,7 +22,7 @@ from typing import Any
 from corral.errors import SchemaError
 from corral.grammar import formats, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _NOT_MATCHING
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr, _regex_terminal
 
 
@@ -44,7 +44,7 @@ class LiteralsMixin(ConverterCore):
         for i, v in enumerate(values):
             if i % 256 == 255:  # a long enum is one subschema: the time limit applies inside it
                 self.check_time(_ptr(where, i))
-            if not rest or _quick_check(rest, v):
+            if not rest or _quick_check(rest, v, pointer):
                 kept.append(v)
         if not kept:
             raise _NoValue("no enum/const value satisfies the rest of the schema (e.g. its type)", where)
@@ -97,19 +97,48 @@ class LiteralsMixin(ConverterCore):
         raise SchemaError(f"unsupported enum/const value {v!r}", pointer)
 
 
-def _quick_check(schema: dict[str, Any], value: Any) -> bool:
+def _quick_check(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
     """Does `value` satisfy `schema`? (Used to filter enum values; jsonschema does the work.)
     Formats the grammar enforces are checked with the grammar's regexes (the post-decoding
     validation skips them), also inside the value (``propertyNames``, ``items``, ...)."""
     import jsonschema
 
     try:
-        jsonschema.Draft202012Validator(schema, format_checker=_format_checker()).validate(value)
+        _validator()(schema, format_checker=_format_checker()).validate(value)
     except jsonschema.ValidationError:
         return False
     except jsonschema.exceptions.RefResolutionError:
         return True
+    except (TypeError, ValueError, ArithmeticError) as e:
+        # A malformed keyword the validator trips on ({"minimum": "x"}): name it, never crash.
+        raise SchemaError(f"a keyword beside enum/const (or under not) is malformed: {e}", pointer) from None
     return True
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    """Draft 2020-12 with the converter's internal _NOT_MATCHING keyword (set on complements):
+    a string must not match any of its patterns."""
+    import jsonschema
+
+    def not_matching(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+        if isinstance(instance, str) and any(_search(p, instance) for p in patterns):
+            yield jsonschema.ValidationError(f"{instance!r} matches an excluded pattern")
+
+    def fraction(validator: Any, flag: Any, instance: Any, schema: Any) -> Any:
+        if isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer()):
+            yield jsonschema.ValidationError(f"{instance!r} is an integer")
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {_NOT_MATCHING: not_matching, _FRACTION: fraction}
+    )
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return True  # (never excluded by the grammar: it refuses such patterns)
 
 
 @lru_cache(maxsize=1)

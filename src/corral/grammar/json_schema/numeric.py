@@ -21,7 +21,7 @@ from typing import Any
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar import multiples, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _PLAIN_NUMBERS
+from corral.grammar.json_schema.keywords import _FRACTION, _PLAIN_NUMBERS
 from corral.grammar.json_schema.util import _NoValue, _ptr, _regex_terminal
 
 
@@ -58,6 +58,11 @@ class NumbersMixin(ConverterCore):
                     hi, hi_x = d, key == "exclusiveMaximum"
                 f_hi = f if f_hi is None else min(f_hi, f)
             self.note(_ptr(pointer, key), key, "enforced")
+        fraction = _FRACTION in schema  # (the complement of type: integer, see keywords.py)
+        if fraction and integer:
+            raise _NoValue("no integer is a non-integral number", pointer)
+        if fraction and "multipleOf" in schema:
+            raise UnsupportedSchemaError("multipleOf of non-integral numbers", _ptr(pointer, "multipleOf"))
         if "multipleOf" in schema:
             body = self.multiple_body(schema, pointer, integer, (lo, lo_x), (hi, hi_x))
             if body is not None:
@@ -73,10 +78,12 @@ class NumbersMixin(ConverterCore):
                 exclusive_minimum=lo_x,
                 exclusive_maximum=hi_x,
                 integer=integer,
-                allow_exponent=_PLAIN_NUMBERS not in schema,
+                allow_exponent=_PLAIN_NUMBERS not in schema and not fraction,
             )
         except ValueError as e:
             raise _NoValue(f"the number bounds allow no value: {e}", pointer) from None
+        if fraction:
+            return f"( {_regex_terminal(rx)} & {_regex_terminal(_FRACTION_RX)} )"
         return _regex_terminal(rx)
 
     def multiple_body(
@@ -151,3 +158,13 @@ class NumbersMixin(ConverterCore):
             return None
         self.cannot_enforce(where, "multipleOf", float_note)
         return automaton.rules(self.new_rule, self.rules)
+
+
+# Non-integral numbers in plain spellings with at most 15 significant digits (and at most 20
+# zeros after the point before the first one): a double keeps 15 significant digits, so the
+# value a validator parses is not integral either (1.0000000000000001 would parse to 1.0).
+_FRACTION_RX = (
+    "-?(?:0\\.0{0,20}[1-9](?:[0-9]{0,13}[1-9])?|"
+    + "|".join(f"[1-9][0-9]{{{d - 1}}}\\.[0-9]{{0,{14 - d}}}[1-9]" for d in range(1, 15))
+    + ")0*"
+)

@@ -8,27 +8,32 @@ Out: ``key_language``: the allowed names as full-match regexes plus an exact tes
      ``SchemaOptions.max_named_keys``); ``extra_members``: the grammar of one undeclared
      member, and for counting machines a way to write n keys that differ from each other.
 
-Invariants: an undeclared key falls in exactly one class per subset T of the
-``patternProperties`` patterns (up to 2**``max_key_patterns`` classes): it matches exactly the
-patterns of T, so its value satisfies all of their schemas (``additionalProperties`` when T is
-empty). Each class is one product automaton ``propertyNames & patterns of T - other patterns -
-declared names``. Over the state budget, ``patternProperties`` and then ``propertyNames`` are
-checked after decoding instead, after undoing the half-built attempt (snapshot/restore).
+Invariants: an undeclared key falls in exactly one class: the set T of ``patternProperties``
+groups (patterns with the same schema form one group) it matches, so its value satisfies all of
+their schemas (``additionalProperties`` when T is empty). Only the sets some key can match are
+classes: they are found by refinement over pairwise overlaps (``key_classes``), never by
+enumerating 2**n subsets, so disjoint patterns cost one class each. Each class is one product
+automaton ``propertyNames & groups of T - the other groups a key of T could match - declared
+names``. Past ``max_key_patterns`` groups matched at once, ``_MAX_KEY_CLASSES`` classes or the
+state budget, ``patternProperties`` and then ``propertyNames`` are checked after decoding
+instead, after undoing the half-built attempt (snapshot/restore).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from corral.errors import SchemaError, UnsupportedSchemaError
-from corral.grammar import formats
+from corral.grammar import formats, probe
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _UNMERGED, SLOT_KEYWORD
 from corral.grammar.json_schema.patterns import _safe_search
-from corral.grammar.json_schema.util import _count, _json_equal, _NoValue, _ptr, _TooBig
+from corral.grammar.json_schema.util import _count, _json_equal, _NoValue, _ptr, _regex_terminal, _TooBig
+from corral.grammar.regex_text import top_level_branches
 
 
 @dataclass
@@ -133,6 +138,52 @@ class ObjectKeysMixin(ConverterCore):
             frozenset(allowed).__contains__,
         )
 
+    def key_classes(
+        self, groups: list[tuple[str, Any, list[str]]], pieces: list[str]
+    ) -> list[tuple[list[int], list[int]]]:
+        """The subsets T of `groups` (by index) that some key may match exactly — keys matching
+        every group of T and no other — each with the other groups such a key could match
+        (its rivals, to subtract). Found by refining, group by group, the classes found so far
+        (a class splits in two only when the new group overlaps all of its groups), not by
+        enumerating 2**n subsets. A class may still turn out empty (its product is probed when
+        written). Raises _TooBig past _MAX_KEY_CLASSES classes or when a key could match more
+        than ``max_key_patterns`` groups at once."""
+        overlap: dict[tuple[int, int], bool] = {}
+
+        def overlaps(a: int, b: int) -> bool:
+            if (a, b) not in overlap and _prefix_disjoint(groups[a][2], groups[b][2]):
+                overlap[(a, b)] = False  # (anchored literal prefixes that differ: no probe needed)
+            if (a, b) not in overlap:
+                rxs = (*pieces, groups[a][0], groups[b][0])
+                expr = " & ".join(_regex_terminal(rx, self.jflag) for rx in rxs)
+                n = probe.dfa_states(expr, self.opt.max_product_states)
+                if n == probe.TOO_BIG:
+                    raise _TooBig(expr)
+                overlap[(a, b)] = n != probe.EMPTY
+            return overlap[(a, b)]
+
+        classes: list[list[int]] = [[]]
+        for g in range(len(groups)):
+            self.check_time("patternProperties")
+            grown = [[*c, g] for c in classes if all(overlaps(x, g) for x in c)]
+            if any(len(c) > self.opt.max_key_patterns for c in grown):
+                raise _TooBig(
+                    f"{_CLASSES} a key may match more than {self.opt.max_key_patterns} patterns "
+                    "(with different schemas) at once"
+                )
+            classes = classes + grown
+            if len(classes) > _MAX_KEY_CLASSES:
+                raise _TooBig(f"{_CLASSES} more than {_MAX_KEY_CLASSES} classes of keys")
+        # A key of class T can only match the other groups that overlap every group of T: only
+        # those need subtracting.
+        out = []
+        for c in sorted(classes, key=len, reverse=True):
+            rivals = [
+                g for g in range(len(groups)) if g not in c and all(overlaps(min(x, g), max(x, g)) for x in c)
+            ]
+            out.append((c, rivals))
+        return out
+
     def extra_members(
         self,
         schema: dict[str, Any],
@@ -146,26 +197,22 @@ class ObjectKeysMixin(ConverterCore):
         """The grammar of one additional (undeclared) member, or None when none may appear; and
         `distinct` for the counting machine (containers.ObjectMembers).
 
-        An undeclared key falls in one class per subset T of the ``patternProperties`` patterns
-        (up to 2**max_key_patterns classes): it matches exactly the patterns of T, so its value
-        satisfies all of their schemas (``additionalProperties`` when T is empty). Each class is
-        one product automaton: ``propertyNames`` & patterns of T - other patterns - declared
-        names. Over the state budget, ``patternProperties`` and then ``propertyNames`` are
-        checked after decoding instead."""
+        An undeclared key falls in the class of the set T of ``patternProperties`` groups it
+        matches (see key_classes), so its value satisfies all of their schemas
+        (``additionalProperties`` when T is empty). Each class is one product automaton:
+        ``propertyNames`` & groups of T - rival groups - declared names. Over the budgets,
+        ``patternProperties`` and then ``propertyNames`` are checked after decoding instead."""
         pp_where = _ptr(pointer, "patternProperties")
         pn_where = _ptr(pointer, "propertyNames")
         declared = ["|".join(re.escape(n) for n in names)] if names else []
         pp_reason: str | None = None
         prx: dict[str, str] = {}
-        if len(pattern_props) > self.opt.max_key_patterns:
-            pp_reason = f"more than {self.opt.max_key_patterns} patterns"
-        else:
-            for pat in pattern_props:
-                try:
-                    prx[pat] = self.pattern_regex(pat, _ptr(pp_where, pat), ascii_classes=False)
-                except SchemaError as e:
-                    pp_reason = f"pattern {pat!r}: {e.message}"
-                    break
+        for pat in pattern_props:
+            try:
+                prx[pat] = self.pattern_regex(pat, _ptr(pp_where, pat), ascii_classes=False)
+            except SchemaError as e:
+                pp_reason = f"pattern {pat!r}: {e.message}"
+                break
         if keys is not None and keys.names is not None:
             # Every allowed name is a declared member (object_body): no other key may appear.
             if pattern_props:
@@ -177,21 +224,21 @@ class ObjectKeysMixin(ConverterCore):
 
         def build(use_pp: bool, pieces: list[str]) -> list[Class]:
             out: list[Class] = []
-            pats = list(pattern_props) if use_pp else []
-            for mask in range(1 << len(pats)):
-                inside = [p for i, p in enumerate(pats) if mask >> i & 1]
+            groups = _groups(pattern_props, prx) if use_pp else []
+            for inside, rivals in self.key_classes(groups, pieces):
                 if inside:
-                    subs = [pattern_props[p] for p in inside]
+                    subs = [groups[g][1] for g in inside]
                     sub = subs[0] if len(subs) == 1 else {"allOf": subs}
-                    at = "&".join(_ptr(pp_where, p) for p in inside)
+                    at = "&".join(_ptr(pp_where, p) for g in inside for p in groups[g][2])
                 elif addl is False:
                     continue
                 else:
                     sub, at = addl, _ptr(pointer, "additionalProperties")
                 if sub is False:
                     continue
-                k_pieces = [*pieces, *(prx[p] for p in inside)]
-                k_minus = [*(prx[p] for p in pats if p not in inside), *declared]
+                k_pieces = [*pieces, *(groups[g][0] for g in inside)]
+                others = [groups[g][0] for g in rivals]
+                k_minus = [*(["|".join(f"(?:{rx})" for rx in others)] if others else []), *declared]
                 if k_pieces or k_minus != declared:
                     key = self.regular_string(k_pieces, k_minus)
                 else:
@@ -213,10 +260,13 @@ class ObjectKeysMixin(ConverterCore):
             try:
                 classes = build(use_pp, key_pieces if use_keys else [])
                 break
-            except _TooBig:
+            except _TooBig as e:
                 self.restore(saved)
                 if use_pp:
-                    use_pp, pp_reason = False, "the key classes would need too many automaton states"
+                    why = str(e.args[0]) if e.args else ""
+                    too_many = "the key classes would need too many automaton states"
+                    pp_reason = why if why.startswith(_CLASSES) else too_many
+                    use_pp = False
                 elif use_keys and key_pieces:
                     use_keys = False
                     self.cannot_enforce(
@@ -271,3 +321,55 @@ class ObjectKeysMixin(ConverterCore):
             return alts[0] if len(alts) == 1 else "( " + " | ".join(alts) + " )"
 
         return extra, distinct_in_classes
+
+
+# Most classes of undeclared keys (subsets of patternProperties groups that a key may match)
+# one object writes: each is one product automaton and one value rule.
+_MAX_KEY_CLASSES = 256
+_CLASSES = "key classes:"  # opens the reasons key_classes gives up with
+
+
+def _groups(pattern_props: dict[str, Any], prx: dict[str, str]) -> list[tuple[str, Any, list[str]]]:
+    """patternProperties grouped by schema: (the union of the group's full-match regexes, the
+    schema, its patterns). A key matching several patterns of one group gets that schema once,
+    so only groups, not patterns, make key classes."""
+    by_schema: dict[str, tuple[list[str], Any, list[str]]] = {}
+    for pat, sub in pattern_props.items():
+        k = json.dumps(sub, sort_keys=True, default=str)
+        rxs, _, pats = by_schema.setdefault(k, ([], sub, []))
+        rxs.append(prx[pat])
+        pats.append(pat)
+    return [
+        (rxs[0] if len(rxs) == 1 else "|".join(f"(?:{rx})" for rx in rxs), sub, pats)
+        for rxs, sub, pats in by_schema.values()
+    ]
+
+
+def _literal_prefix(pattern: str) -> str | None:
+    """The literal text every match of an anchored (``^``) search pattern starts with, or None
+    (not anchored, or an alternation at the top)."""
+    if not pattern.startswith("^") or len(top_level_branches(pattern)) != 1:
+        return None
+    out = []
+    for c in pattern[1:]:
+        if c in "\\.[](){}*+?|^$":
+            if c in "*+?{" and out:
+                out.pop()  # the last character is repeated or optional
+            break
+        out.append(c)
+    return "".join(out)
+
+
+def _prefix_disjoint(a: list[str], b: list[str]) -> bool:
+    """Can no name match a pattern of `a` and one of `b`? True only when every pair has
+    anchored literal prefixes that differ within their common length."""
+    for x in a:
+        px = _literal_prefix(x)
+        for y in b:
+            py = _literal_prefix(y)
+            if px is None or py is None:
+                return False
+            n = min(len(px), len(py))
+            if px[:n] == py[:n]:
+                return False
+    return True

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from corral.errors import CompileError, SchemaError, UnsupportedSchemaError
+from corral.errors import CompileError, LimitExceeded, SchemaError, UnsupportedSchemaError
 from corral.grammar import formats, probe
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _SLOT_NAME, _STRING_KEYS, SLOT_KEYWORD
+from corral.grammar.json_schema.keywords import _NOT_MATCHING, _SLOT_NAME, _STRING_KEYS, SLOT_KEYWORD
 from corral.grammar.json_schema.patterns import _ascii_classes, _unanchored, check_nesting
 from corral.grammar.json_schema.util import _count, _NoValue, _ptr, _regex_terminal, _TooBig
 
@@ -65,6 +65,24 @@ class StringsMixin(ConverterCore):
             lo = lo if lo <= max_counted else 0
             hi = None
         length = f"(?s:.){{{lo},{'' if hi is None else hi}}}" if lo or hi is not None else None
+        excluded = schema.get(_NOT_MATCHING)
+        if excluded:
+            # The string side of a complement (composition._complement): patterns subtracted
+            # with the grammar's `-`, read as Python does (no ASCII narrowing: that would widen
+            # what is left).
+            try:
+                minus = [self.pattern_regex(p, _ptr(pointer, "not"), ascii_classes=False) for p in excluded]
+                out = self.regular_string([*pieces, *([length] if length else [])], minus)
+            except (_TooBig, LimitExceeded) as e:
+                if isinstance(e, LimitExceeded) and e.limit in ("max_convert_ms", "max_schema_depth"):
+                    raise
+                self.cannot_enforce(
+                    _ptr(pointer, "not"), "not", "the strings left would need too many automaton states"
+                )
+            else:
+                if out is None:
+                    raise _NoValue("no string is left outside the excluded patterns/values", pointer)
+                return out
         if length is not None and not pieces and (hi or lo) <= _INLINE_COUNTED_CHARS:
             return self.jstr(length)  # small enough to stay a plain terminal
         if length is not None:
@@ -106,7 +124,7 @@ class StringsMixin(ConverterCore):
             raise SchemaError(
                 f"{SLOT_KEYWORD} must be a name matching [A-Za-z_][A-Za-z0-9_-]*, got {name!r}", where
             )
-        for key in _STRING_KEYS:
+        for key in (*_STRING_KEYS, _NOT_MATCHING):
             if key in schema:
                 raise UnsupportedSchemaError(
                     f"{SLOT_KEYWORD} cannot be combined with {key!r} (the bound values are the whole "

@@ -1,0 +1,257 @@
+"""``not``, ``oneOf`` exclusivity and ``patternProperties`` enforced by the mask, against
+``jsonschema`` on a real tokenizer (Llama 3.2).
+
+Both directions, per schema: random walks under the mask (tokens drawn uniformly from the
+allowed set, finished by the shortest completion) produce only instances ``jsonschema`` accepts,
+and hand-written instances are accepted exactly when ``jsonschema`` accepts them — the valid
+ones and the near misses (values matching ``not``, matching two ``oneOf`` branches, keys
+matching several patterns). The report must say every keyword is enforced, so nothing is left
+to ``validate``. Adversarial schemas (a ``not`` of a huge enum, 50 patterns, deep nesting)
+compile within a bound or fall back to the report, which ``validate`` then honours.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+import jsonschema
+import pytest
+from helpers import random_walk
+
+import corral
+
+pytestmark = pytest.mark.real_tokenizer
+
+# (name, schema, instances: valid ones and near misses together; jsonschema decides which is which)
+CASES: list[tuple[str, Any, list[Any]]] = [
+    ("not const", {"type": "integer", "not": {"const": 3}}, [2, 4, -3, 3, 3.0]),
+    (
+        "not enum of strings",
+        {"type": "string", "maxLength": 8, "not": {"enum": ["red", "green"]}},
+        ["blue", "re", "redd", "", "red", "green", "gr\u00e9en"],
+    ),
+    (
+        "not pattern",
+        {"type": "string", "maxLength": 6, "not": {"pattern": "^[0-9]+$"}},
+        ["a1", "12a", "", "123", "0", "١٢"],  # (Arabic-Indic digits match \d in Python: [0-9] not)
+    ),
+    ("not type", {"not": {"type": ["string", "object", "array"]}}, [1, None, True, 2.5, "x", {}, []]),
+    ("not integer", {"not": {"type": "integer"}}, [1.5, -0.25, "x", None, 1, 0, 2.0, -7]),
+    (
+        "not bounds",
+        {"type": "number", "not": {"minimum": 0, "maximum": 10}},
+        [-1, 10.5, 11, -0.001, 0, 5, 10, 10.0],
+    ),
+    (
+        "not a discriminator",
+        {
+            "type": "object",
+            "properties": {"kind": {"enum": ["a", "b"]}, "n": {"type": "integer", "maximum": 99}},
+            "additionalProperties": False,
+            "not": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+        },
+        [{"kind": "b"}, {}, {"n": 3}, {"kind": "a"}, {"kind": "a", "n": 1}],
+    ),
+    (
+        "not anyOf",
+        {"not": {"anyOf": [{"type": "string"}, {"not": {"type": "null"}}]}},
+        [None, "s", 1, {}, [None]],
+    ),
+    (
+        "not on array items",
+        {"type": "array", "maxItems": 3, "not": {"items": {"type": "string"}}},
+        [[1], ["a", 2], [], ["a"], ["a", "b"]],
+    ),
+    (
+        "oneOf overlapping bounds",
+        {"oneOf": [{"type": "number", "minimum": 0}, {"type": "number", "maximum": 10}]},
+        [-5, 11, 10.5, 0, 5, 10, "x"],
+    ),
+    (
+        "oneOf integer or minimum",
+        {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
+        [1, 2.5, -3, "x", 2, 3, 7.0],
+    ),
+    (
+        "oneOf strings",
+        {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "maxLength": 2}]},
+        ["abc", "b", "xy", "a", "ab", "xyz", ""],
+    ),
+    (
+        "oneOf objects",
+        {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"a": {"type": "string", "maxLength": 4}},
+                    "required": ["a"],
+                },
+                {"type": "object", "properties": {"b": {"type": "boolean"}}, "required": ["b"]},
+            ],
+            "maxProperties": 3,
+        },
+        [{"a": "x"}, {"b": True}, {"a": "x", "b": 1}, {"a": "x", "b": True}, {}, {"b": False, "a": 2}],
+    ),
+    (
+        "oneOf with a not inside",
+        {"oneOf": [{"not": {"type": "string"}}, {"type": "string", "maxLength": 1}, {"type": "null"}]},
+        [1, "a", True, None, "ab", []],
+    ),
+    (
+        "50 patternProperties",
+        {
+            "type": "object",
+            "patternProperties": {f"^f{i:02d}_": {"type": "integer", "minimum": i} for i in range(50)},
+            "additionalProperties": False,
+            "maxProperties": 3,
+        },
+        [{"f03_x": 3}, {"f10_": 12, "f49_q": 49}, {}, {"f03_x": 2}, {"g": 1}, {"f10_": "s"}, {"f4_": 1}],
+    ),
+    (
+        "overlapping patternProperties",
+        {
+            "type": "object",
+            "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 0}, "c": {"maximum": 10}},
+            "additionalProperties": {"type": "string", "maxLength": 3},
+            "maxProperties": 3,
+        },
+        [{"ab": 1}, {"abc": 5}, {"z": "s"}, {"cb": 3.5}, {"ab": -1}, {"abc": 11}, {"z": 1}, {"a": "s"}],
+    ),
+]
+
+
+def _accepts(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
+    m = g.matcher()
+    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "schema", "instances"), CASES, ids=[c[0] for c in CASES])
+def test_enforced_exactly_against_jsonschema(
+    name: str, schema: Any, instances: list[Any], llama32: corral.Tokenizer
+) -> None:
+    g = corral.compile_json_schema(schema, llama32, extra_properties="spec")
+    assert not g.report.post_checks, f"{name}: {g.report}"
+    validator = jsonschema.Draft202012Validator(schema)
+    kinds = {validator.is_valid(x) for x in instances}
+    assert kinds == {True, False}, f"{name}: the instances must include valid ones and near misses"
+    for inst in instances:
+        for text in (json.dumps(inst, ensure_ascii=False), json.dumps(inst, separators=(",", ":"))):
+            assert _accepts(g, llama32, text) == validator.is_valid(inst), (name, text)
+    rng = random.Random(name)
+    for _ in range(8):
+        out, _ = random_walk(g, rng, max_steps=24)
+        value = json.loads(out.decode("utf-8"))
+        assert validator.is_valid(value), (name, out)
+
+
+def test_unexpressible_complements_stay_in_the_report(llama32: corral.Tokenizer) -> None:
+    # "Not a multiple of 3", not of a two-branch oneOf: checked after decoding, and validate()
+    # rejects what the grammar let through.
+    g = corral.compile_json_schema({"type": "integer", "not": {"multipleOf": 3}}, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    assert _accepts(g, llama32, "6")
+    with pytest.raises(corral.OutputValidationError):
+        g.validate("6")
+    overlap = {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}
+    g = corral.compile_json_schema(overlap, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["oneOf"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate("6")
+    assert g.validate("4") == 4
+    with pytest.raises(corral.UnsupportedSchemaError):
+        corral.compile_json_schema({"type": "integer", "not": {"multipleOf": 3}}, llama32, strict=True)
+
+
+def _nested_not(depth: int) -> Any:
+    schema: Any = {"type": "string", "maxLength": 3}
+    for _ in range(depth):
+        schema = {"not": schema}
+    return schema
+
+
+ADVERSARIAL: list[tuple[str, Any, Any, set[str]]] = [
+    # (name, schema, a value the schema forbids, keywords that may fall back to the report)
+    (
+        "not of a huge enum",
+        {"type": "string", "not": {"enum": [f"v{i}" for i in range(30000)]}},
+        "v7",
+        {"not"},
+    ),
+    (
+        "50 overlapping patterns",
+        {
+            "type": "object",
+            "patternProperties": {f"{chr(97 + i % 26)}{i}": {"minimum": i} for i in range(50)},
+        },
+        {"a0b1": -1},
+        {"patternProperties"},
+    ),
+    ("40 nested nots", _nested_not(40), "abcd", set()),
+    ("41 nested nots", _nested_not(41), "ab", set()),
+    ("30 overlapping oneOf branches", {"oneOf": [{"minimum": i} for i in range(30)]}, 40, {"oneOf"}),
+    (
+        "nested not / oneOf",
+        {"not": {"oneOf": [{"not": {"oneOf": [{"minimum": 1}, {"maximum": 5}]}}, {"type": "string"}]}},
+        3,  # (3 matches both inner branches, so the first outer one alone)
+        {"not"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "bad", "fallback"), ADVERSARIAL, ids=[c[0] for c in ADVERSARIAL])
+def test_adversarial_schemas_compile_bounded(
+    name: str, schema: Any, bad: Any, fallback: set[str], llama32: corral.Tokenizer
+) -> None:
+    t0 = time.perf_counter()
+    g = corral.compile_json_schema(schema, llama32, extra_properties="spec")
+    # Generous on a loaded machine; an enumeration of subsets or a hang would take far longer.
+    assert time.perf_counter() - t0 < 20, name
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+    post = {e.keyword for e in g.report.checked_after()}
+    assert post <= fallback, (name, g.report)
+    if post:
+        with pytest.raises(corral.OutputValidationError):
+            g.validate(json.dumps(bad))
+    else:
+        assert not _accepts(g, llama32, json.dumps(bad)), name
+
+
+def test_complements_follow_the_draft(llama32: corral.Tokenizer) -> None:
+    # Draft-04 has no const: its "not" of a const forbids every value there, so the grammar must
+    # not write "everything but 3"; left to validate(), which reads the draft.
+    d4 = {"$schema": "http://json-schema.org/draft-04/schema#", "not": {"const": 3}}
+    g = corral.compile_json_schema(d4, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate("4")
+    # Before 2019-09 the siblings of a $ref are ignored: no complement is written for them.
+    d7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"num": {"type": "number"}},
+        "not": {"$ref": "#/definitions/num", "minimum": 5},
+    }
+    g = corral.compile_json_schema(d7, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate("3")
+    # A $ref alone is followed.
+    ref = {"$defs": {"s": {"type": "string"}}, "not": {"$ref": "#/$defs/s"}}
+    g = corral.compile_json_schema(ref, llama32)
+    assert not g.report.post_checks
+    assert _accepts(g, llama32, "3") and not _accepts(g, llama32, '"x"')
+
+
+def test_malformed_or_unsupported_under_not(llama32: corral.Tokenizer) -> None:
+    # A malformed keyword is a clear error naming where it is (never a TypeError)...
+    with pytest.raises(corral.SchemaError) as e:
+        corral.compile_json_schema({"enum": [1, 2], "not": {"minimum": "x"}}, llama32)
+    assert e.value.pointer == "#/not"
+    # ...and a pattern the engine cannot compile leaves not to validate().
+    g = corral.compile_json_schema({"type": "string", "not": {"pattern": "(?<=a)b"}}, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate('"ab"')
