@@ -14,6 +14,8 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -415,6 +417,31 @@ def test_admin_needs_the_token_and_a_loopback_client(server: Any) -> None:
         ("person@1", "json_schema", True, "schema-dir"),
         ("order@2", "regex", True, "schema-dir"),
     }
+    metrics = server.metrics()
+    for status in ("401", "403", "404", "200"):
+        assert f'corral_requests_total{{endpoint="admin",status="{status}"}}' in metrics
+    assert server.metric("corral_registry_versions") == len(_admin(server, "GET").json()["data"])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--admin-token", "short"], {}, "must be at least 16 characters"),
+        ([], {"CORRAL_ADMIN_TOKEN": "short"}, "must be at least 16 characters"),
+        (["--registry-persist"], {}, "--registry-persist needs --schema-dir"),
+    ],
+)
+def test_serve_refuses_bad_registry_options_before_loading(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "corral", "serve", "--model", "/nonexistent.gguf", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert p.returncode == 2 and message in p.stderr, p.stderr
 
 
 def test_add_pin_replace_delete_by_name_and_version(server: Any) -> None:
