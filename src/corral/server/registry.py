@@ -400,10 +400,14 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
             raise error_from_exception(e, source.kind if source.kind != "json_schema" else "schema") from None
         return spec, spec.key(self._tokenizer_hash)
 
-    def _swap(self, change: Callable[[Table], None]) -> None:
-        """Apply ``change`` to a copy of the table and publish it (lock held by the caller)."""
+    def _swap(self, add: list[Version], remove: tuple[str, int] | None = None) -> None:
+        """Publish a copy of the table with ``add`` in and ``remove`` out (lock held by the
+        caller): readers hold the old table or the new one, never a table being changed."""
         table = {n: dict(vs) for n, vs in self._table.items()}
-        change(table)
+        for v in add:
+            table.setdefault(v.name, {})[v.version] = v
+        if remove is not None:
+            table.get(remove[0], {}).pop(remove[1], None)
         self._table = {n: vs for n, vs in table.items() if vs}
 
     def _claim(
@@ -464,7 +468,7 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
             live = self._table.get(name, {}).get(number)
             if live is not None:  # a PUT of the same content finished first
                 return live, False
-            self._swap(lambda t: t.setdefault(name, {}).__setitem__(number, new))
+            self._swap([new])
         log_event(
             "constraint_added",
             constraint=new.ref,
@@ -483,7 +487,7 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
             gone = self._table.get(name, {}).get(number)
             if gone is None:
                 raise APIError(404, self.missing(f"{name}@{number}"), "constraint_not_found", "version")
-            self._swap(lambda t: t[name].pop(number))
+            self._swap([], (name, number))
         if self.persist_dir is not None and gone.path is not None:
             gone.path.unlink(missing_ok=True)
         log_event("constraint_deleted", constraint=gone.ref)
@@ -523,7 +527,7 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
             loaded.append(Version(name, version, source, spec, key, f.stat().st_mtime, "schema-dir", f))
             log_event("precompiled", schema=f"{name}@{version}", seconds=round(time.perf_counter() - t0, 4))
         with self._lock:
-            self._swap(lambda t: [t.setdefault(v.name, {}).__setitem__(v.version, v) for v in loaded])
+            self._swap(loaded)
 
 
 def named_constraint(
