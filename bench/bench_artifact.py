@@ -19,8 +19,17 @@ or ``--data``), Llama 3.2 tokenizer, in one process run:
 
 Each time is the minimum of ``--repeat`` runs. The table prints p50 / p90 / max per set and over
 all schemas, and compile / load ratios of the percentiles (above 1: loading is faster).
-``--largest K`` adds each set's K largest schema files (by bytes) to the sample. This is the
-engine layer only: no file format, signature or cache directory is involved.
+``--largest K`` adds each set's K largest schema files (by bytes) to the sample; the file
+table's "largest" row is those files alone (the target: load p90 at least 10x below compile p90).
+
+A second table measures the whole ``.corral`` file (:mod:`corral.compile.artifact`) against the
+whole compile it replaces:
+
+* **compile**: ``compile_spec(ConstraintSpec.json_schema(schema), tok)`` — conversion plus the
+  engine compile, with the engine memos cleared (the spec has ``corral generate``'s defaults);
+* **load**: ``artifact.loads(file, tok)`` of the zlib-compressed file, and of the same file
+  written uncompressed (``compress=False``): what compression costs at load time;
+* **KiB**: the file's size, compressed and not.
 
 How to run
 ----------
@@ -79,6 +88,8 @@ def main() -> None:
 
     import corral
     from corral import _native, models
+    from corral.compile import ConstraintSpec, artifact
+    from corral.compile.build import compile_spec
     from corral.compile.converter import convert_schema
     from corral.engine import CompiledGrammar
 
@@ -86,10 +97,12 @@ def main() -> None:
     _ = tok.core  # the native vocabulary (its trie) is built once, outside the timings
     sets = [s for s in args.sets.split(",") if s]
     files = sample_files(args.data, sets, args.per_set, args.seed)
+    largest: set[tuple[str, Path]] = set()  # each set's K largest files (the "largest" rows)
     if args.largest > 0:
         have = set(files)
         for s in sets:
             big = sorted((args.data / s).glob("*.json"), key=lambda p: p.stat().st_size)[-args.largest :]
+            largest |= {(s, f) for f in big}
             files += [(s, f) for f in big if (s, f) not in have]
     recs: list[dict[str, Any]] = []
     failed = 0
@@ -108,15 +121,36 @@ def main() -> None:
         data = g.to_bytes()
         t_load, h = _best(lambda data=data: CompiledGrammar.from_bytes(data, tok), args.repeat)
         assert h.grammar_text == g.grammar_text
+        spec = ConstraintSpec.json_schema(json.loads(path.read_text()))
+
+        def compile_whole(spec: Any = spec) -> Any:
+            _native.clear_engine_caches()
+            return compile_spec(spec, tok)
+
+        try:
+            t_whole, c = _best(compile_whole, args.repeat)
+        except (corral.CorralError, ValueError, RecursionError):
+            failed += 1
+            continue
+        packed, raw = artifact.dumps(c), artifact.dumps(c, compress=False)
+        t_file, d = _best(lambda packed=packed: artifact.loads(packed, tok), args.repeat)
+        t_raw, _ = _best(lambda raw=raw: artifact.loads(raw, tok), args.repeat)
+        assert d.grammar.grammar_text == c.grammar.grammar_text
         recs.append(
             {
                 "set": set_name,
                 "file": path.name,
+                "largest": (set_name, path) in largest,
                 "compile_s": t_compile,
                 "load_s": t_load,
                 "bytes": len(data),
                 "first_mask_loaded_s": _first_mask(h, tok),
                 "first_mask_compiled_s": _first_mask(g, tok),
+                "whole_compile_s": t_whole,
+                "file_load_s": t_file,
+                "file_load_raw_s": t_raw,
+                "file_bytes": len(packed),
+                "file_bytes_raw": len(raw),
             }
         )
     if args.json:
@@ -144,6 +178,37 @@ def main() -> None:
             f"{_pct(c, 50) / _pct(ld, 50):>6.1f} {_pct(c, 90) / _pct(ld, 90):>6.1f} | "
             f"{_pct(b, 50):>5.1f} {_pct(b, 90):>5.1f} {max(b):>6.1f} | "
             f"{_pct(fl, 50):>17.3f} {_pct(fc, 50):>17.3f}"
+        )
+
+    _file_table(recs, sets)
+
+
+def _file_table(recs: list[dict[str, Any]], sets: list[str]) -> None:
+    """The .corral file against the whole compile, per set."""
+    print()
+    print("whole constraint: compile (conversion + engine, cleared memos) vs .corral file load")
+    hdr = (
+        f"{'set':<15}{'n':>4} | {'compile ms p50/p90/max':>24} | {'load ms p50/p90/max (zlib)':>27} | "
+        f"{'ratio p50/p90':>13} | {'raw load p50/p90':>16} | {'KiB zlib p50/p90':>16} | "
+        f"{'KiB raw p50/p90':>15}"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    for name in [*sets, "all", "largest"]:
+        rs = [r for r in recs if name in ("all", r["set"]) or (name == "largest" and r["largest"])]
+        if not rs:
+            continue
+        c = [r["whole_compile_s"] * 1e3 for r in rs]
+        ld = [r["file_load_s"] * 1e3 for r in rs]
+        raw = [r["file_load_raw_s"] * 1e3 for r in rs]
+        b = [r["file_bytes"] / 1024 for r in rs]
+        braw = [r["file_bytes_raw"] / 1024 for r in rs]
+        print(
+            f"{name:<15}{len(rs):>4} | {_pct(c, 50):>7.2f} {_pct(c, 90):>7.2f} {max(c):>8.2f} | "
+            f"{_pct(ld, 50):>8.3f} {_pct(ld, 90):>8.3f} {max(ld):>9.3f} | "
+            f"{_pct(c, 50) / _pct(ld, 50):>6.1f} {_pct(c, 90) / _pct(ld, 90):>6.1f} | "
+            f"{_pct(raw, 50):>7.3f} {_pct(raw, 90):>8.3f} | "
+            f"{_pct(b, 50):>7.1f} {_pct(b, 90):>8.1f} | {_pct(braw, 50):>6.1f} {_pct(braw, 90):>8.1f}"
         )
 
 

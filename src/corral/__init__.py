@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # the names below, for type checkers and the API reference (r
     from corral.backends.loading import load_tokenizer
     from corral.classification import Classification, classify, fit_temperature
     from corral.compile import Constraint, ConstraintSpec, compile_constraint
+    from corral.compile.artifact import load_artifact, save_artifact
     from corral.engine import (
         DEFAULT_LIMITS,
         CompiledGrammar,
@@ -65,6 +66,8 @@ _LAZY: dict[str, str] = {
     "Constraint": "corral.compile",
     "ConstraintSpec": "corral.compile",
     "compile_constraint": "corral.compile",
+    "load_artifact": "corral.compile.artifact",
+    "save_artifact": "corral.compile.artifact",
     "DEFAULT_LIMITS": "corral.engine",
     "CompiledGrammar": "corral.engine",
     "Matcher": "corral.engine",
@@ -125,6 +128,8 @@ __all__ = [
     "ValidationReport",
     "TransformersLogitsProcessor",
     "compile_constraint",
+    "load_artifact",
+    "save_artifact",
     "GenerationResult",
     "SamplingParams",
     "TextStream",

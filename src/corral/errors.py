@@ -308,7 +308,7 @@ class ToolError(CorralError):
 
 
 class ArtifactError(CorralError):
-    """Compiled-grammar artifact bytes that cannot be loaded.
+    """Compiled-grammar artifact bytes (engine bytes or a ``.corral`` file) that cannot be loaded.
 
     Attributes
     ----------
@@ -318,7 +318,9 @@ class ArtifactError(CorralError):
         (a format version this engine does not read), ``engine_version`` (made by another
         engine version: recompile), ``wrong_vocabulary`` (compiled for another tokenizer) or
         ``corrupt`` (truncated, damaged or malformed; the message names the field and byte
-        offset).
+        offset). A ``.corral`` file loaded with trusted keys may also be refused as
+        ``unsigned`` (no signature), ``wrong_key`` (signed by a key not trusted) or
+        ``tampered`` (modified after signing).
     """
 
     code: ClassVar[str] = "artifact_error"

@@ -1,4 +1,4 @@
-"""The ``corral`` command line: ``corral generate|classify|serve|lint|models ...``.
+"""The ``corral`` command line: ``corral generate|classify|serve|lint|models|compile|keygen|verify ...``.
 
 Every subcommand module exposes ``add_parser(subparsers)`` and sets ``func`` on its parser;
 errors corral raises on bad input become one ``corral: error: ...`` line and exit status 2, never a
@@ -28,7 +28,7 @@ MODEL_HELP = (
 
 def build_parser() -> argparse.ArgumentParser:
     from corral import __version__
-    from corral.cli import classify_cmd, generate_cmd, lint_cmd, models_cmd, serve_cmd
+    from corral.cli import artifact_cmd, classify_cmd, generate_cmd, lint_cmd, models_cmd, serve_cmd
 
     parser = argparse.ArgumentParser(
         prog="corral",
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.add_parser(sub)
     lint_cmd.add_parser(sub)
     models_cmd.add_parser(sub)
+    artifact_cmd.add_parser(sub)
     return parser
 
 
