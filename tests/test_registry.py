@@ -28,20 +28,14 @@ import jsonschema
 import pytest
 
 from corral.backends.loading import model_name
-from corral.compile import CompileCache, compile_constraint_async
+from corral.compile import CompileCache, ConstraintSpec, compile_constraint
 from corral.errors import CorralError
 from corral.server.errors import APIError
 
 pytest.importorskip("starlette")
 from corral.server.admin import check_access, is_loopback  # noqa: E402
-from corral.server.registry import (  # noqa: E402
-    ConstraintRegistry,
-    Source,
-    named_constraint,
-    parse_ref,
-    scan_dir,
-    source_from_body,
-)
+from corral.server.constraint_files import Source, parse_ref, scan_dir, source_from_body  # noqa: E402
+from corral.server.registry import ConstraintRegistry, named_constraint  # noqa: E402
 
 pytestmark = pytest.mark.real_tokenizer
 
@@ -61,11 +55,8 @@ GBNF = 'root ::= "yes" | "no"\n'
 LARK = 'start: "up" | "down"\n'
 
 
-def _registry(tok: Any, persist: Path | None = None) -> ConstraintRegistry:
-    cache = CompileCache(64 * 1024 * 1024)
-    return ConstraintRegistry(
-        lambda s: s, lambda s: compile_constraint_async(s, tok, cache=cache)[0], tok.hash, persist
-    )
+def _registry(tok: Any, persist: Path | None = None, keys: Any = None) -> ConstraintRegistry:
+    return ConstraintRegistry(tok, CompileCache(64 * 1024 * 1024), persist_dir=persist, trusted_keys=keys)
 
 
 def _put(reg: ConstraintRegistry, ref: str, body: dict[str, Any]) -> tuple[Any, bool]:
@@ -293,6 +284,76 @@ def test_readers_never_see_a_half_swapped_table(smollm2: Any) -> None:
     assert not errors and reg["hot"].payload == "a" * 11 and len(reg) == 1 and len(seen) > 1
 
 
+# ---------------------------------------------------------------------- signed artifacts
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(trusted private key, another private key); the public halves beside them (``.pub``)."""
+    pytest.importorskip("cryptography")
+    from corral.compile.signing import write_keypair
+
+    d = tmp_path_factory.mktemp("keys")
+    return write_keypair(d / "trusted")[0], write_keypair(d / "other")[0]
+
+
+def _artifact(tok: Any, schema: Any, key: Path | None) -> bytes:
+    from corral.compile.artifact import dumps
+
+    c = compile_constraint(
+        ConstraintSpec.json_schema(schema, {"strict": False}), tok, cache=CompileCache(1 << 26)
+    )
+    return dumps(c, signing_key=key)
+
+
+def test_signed_artifacts_go_live_without_compiling(
+    smollm2: Any, keys: tuple[Path, Path], tmp_path: Path
+) -> None:
+    trusted, other = keys
+    reg = _registry(smollm2, tmp_path, keys=[Path(str(trusted) + ".pub")])
+    data = _artifact(smollm2, INVOICE_1, trusted)
+    source = reg.load_artifact(data)
+    v, new = asyncio.run(reg.put("inv", 1, source))
+    assert new and reg["inv"].schema == INVOICE_1
+    # The cache serves the loaded constraint itself under the key a compile would use.
+    assert reg.cache.get(v.key, lambda: None)[0].result() is source.loaded
+    assert v.as_json(True, source=True)["format"] == "artifact" and v.as_json(True)["kind"] == "json_schema"
+    # The same constraint as a source is the same content: no conflict, nothing new.
+    assert asyncio.run(reg.put("inv", 1, source_from_body({"schema": INVOICE_1}))) == (v, False)
+    assert (tmp_path / "inv@1.corral").read_bytes() == data
+    again = _registry(smollm2, keys=[Path(str(trusted) + ".pub")])
+    again.load_dir(tmp_path)  # a restart loads the persisted artifact, verified again
+    assert again.lookup("inv@1").key == v.key  # type: ignore[union-attr]
+    with pytest.raises(CorralError, match=r"inv@1\.corral: artifact uploads are off"):
+        _registry(smollm2).load_dir(tmp_path)  # no trusted keys: the file is refused at start-up
+    tampered = bytearray(data)
+    tampered[len(tampered) // 2] ^= 1
+    for bad, code in [
+        (_artifact(smollm2, INVOICE_2, None), "artifact_unsigned"),
+        (_artifact(smollm2, INVOICE_2, other), "artifact_wrong_key"),
+        (bytes(tampered), "artifact_tampered"),
+        (b"not an artifact", "artifact_bad_magic"),
+    ]:
+        assert _status(reg.load_artifact, bad)[:2] == (400, code)
+    assert _status(_registry(smollm2).load_artifact, data)[:2] == (403, "artifact_upload_off")
+
+
+def test_artifacts_for_another_vocabulary_or_other_options_are_refused(
+    smollm2: Any, llama32: Any, keys: tuple[Path, Path]
+) -> None:
+    pub = [Path(str(keys[0]) + ".pub")]
+    data = _artifact(llama32, INVOICE_1, keys[0])
+    assert _status(_registry(smollm2, keys=pub).load_artifact, data)[:2] == (400, "artifact_wrong_vocabulary")
+    # A server that applies other schema options would compile this spec differently: refused.
+    reg = ConstraintRegistry(
+        smollm2, CompileCache(1 << 26), lambda s: s.with_options(whitespace="flexible"), trusted_keys=pub
+    )
+    source = reg.load_artifact(_artifact(smollm2, INVOICE_1, keys[0]))
+    with pytest.raises(APIError) as e:
+        asyncio.run(reg.put("inv", 1, source))
+    assert (e.value.status, e.value.code) == (400, "artifact_options_mismatch") and len(reg) == 0
+
+
 # ---------------------------------------------------------------------- access
 
 
@@ -353,7 +414,7 @@ PERSON = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def server(tmp_path_factory: pytest.TempPathFactory, keys: tuple[Path, Path]) -> Iterator[Any]:
     pytest.importorskip("openai")
     from server_helpers import serve_bundled
 
@@ -364,7 +425,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     with mock.patch.dict(os.environ, {"CORRAL_ADMIN_TOKEN": TOKEN}):
         for srv in serve_bundled(
             tmp_path_factory, "registry", "--backend", BACKEND, "--schema-dir", str(schemas),
-            "--registry-persist", "--max-batch", "8",
+            "--registry-persist", "--max-batch", "8", "--trusted-keys", str(keys[0]) + ".pub",
         ):  # fmt: skip
             srv.schemas = schemas
             yield srv
@@ -508,7 +569,8 @@ def test_regexes_and_grammars_by_name(server: Any) -> None:
         ("PUT", "/bad%20name/1", {"json": {"regex": "a"}}, 400, "invalid_name"),
         ("PUT", "/bad/03", {"json": {"regex": "a"}}, 400, "invalid_version"),
         ("PUT", "/bad/1", {"content": b"{not json", "headers": _typed("json")}, 400, "invalid_json"),
-        ("PUT", "/bad/1", {"content": b"\x00", "headers": _typed("octet-stream")}, 415,
+        ("PUT", "/bad/1", {"content": b"\x00", "headers": _typed("octet-stream")}, 400, "artifact_bad_magic"),
+        ("PUT", "/bad/1", {"content": b"a", "headers": {**AUTH, "content-type": "text/plain"}}, 415,
          "unsupported_media_type"),
         ("PUT", "/bad/1", {"json": {"schema": {}, "regex": "a"}}, 400, "invalid_body"),
         ("GET", "/bad/1", {}, 404, "constraint_not_found"),
@@ -590,3 +652,30 @@ def test_delete_does_not_break_a_request_using_the_version(server: Any) -> None:
             pieces.append(chunk.choices[0].delta.content)
     jsonschema.validate(json.loads("".join(pieces)), INVOICE_1)
     assert _admin(server, "GET", "/gone/1").status_code == 404
+
+
+def test_signed_artifact_upload(server: Any, smollm2: Any, keys: tuple[Path, Path]) -> None:
+    trusted, other = keys
+    for key, code in [(None, "artifact_unsigned"), (other, "artifact_wrong_key")]:
+        r = _admin(
+            server,
+            "PUT",
+            "/signed/1",
+            content=_artifact(smollm2, PERSON, key),
+            headers=_typed("octet-stream"),
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == code, r.text
+    data = _artifact(smollm2, PERSON, trusted)
+    r = _admin(server, "PUT", "/signed/1", content=data, headers=_typed("octet-stream"))
+    assert r.status_code == 201, r.text
+    assert r.json()["format"] == "artifact" and r.json()["kind"] == "json_schema"
+    assert (server.schemas / "signed@1.corral").read_bytes() == data
+    raw = server.client.chat.completions.with_raw_response.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Reply with JSON for the name Ann."}],
+        temperature=0,
+        max_tokens=30,
+        response_format=_named("signed"),
+    )
+    assert raw.headers["x-corral-constraint"] == "signed@1" and raw.headers["x-corral-cache"] == "hit"
+    jsonschema.validate(json.loads(raw.parse().choices[0].message.content), PERSON)

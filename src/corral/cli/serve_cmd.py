@@ -48,6 +48,15 @@ def add_parser(sub: Any) -> None:
         help="let non-loopback clients use the admin API (default: 127.0.0.1 / ::1 only)",
     )
     p.add_argument(
+        "--trusted-keys",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="KEY.pub",
+        help="accept signed .corral artifacts (admin PUT, or in --schema-dir) signed by this Ed25519 "
+        "public key (repeatable; corral keygen writes them)",
+    )
+    p.add_argument(
         "--registry-persist",
         action="store_true",
         help="write versions PUT through the admin API into --schema-dir (atomically) and remove "
@@ -166,6 +175,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             "the admin token (--admin-token / CORRAL_ADMIN_TOKEN) must be at least 16 characters"
         )
+    if args.trusted_keys:  # a missing or bad key file, or no cryptography package: before the load
+        from corral.compile.signing import public_keys
+
+        public_keys(args.trusted_keys)
     if args.registry_persist and args.schema_dir is None:
         raise ValueError("--registry-persist needs --schema-dir (the directory it writes to)")
     if args.registry_persist and not os.access(args.schema_dir, os.W_OK):
@@ -194,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         admin_token=admin_token,
         admin_allow_remote=args.admin_allow_remote,
         registry_persist=args.registry_persist,
+        trusted_keys=tuple(args.trusted_keys),
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

@@ -6,7 +6,9 @@ read and changed over HTTP.
     GET    /v1/corral/constraints/{name}/{version}   one version, with its source
     PUT    /v1/corral/constraints/{name}/{version}   add it: {"schema": {...}, "strict": true},
                                                      {"regex": "..."} or {"grammar": "...",
-                                                     "syntax": "gbnf"|"lark"}; 201 new, 200 same
+                                                     "syntax": "gbnf"|"lark"} as JSON, or a
+                                                     signed .corral as application/octet-stream
+                                                     (with --trusted-keys); 201 new, 200 same
                                                      content already there, 409 other content
     DELETE /v1/corral/constraints/{name}/{version}   take it out of service
 
@@ -25,6 +27,7 @@ compile cache's threads, and requests being decoded keep stepping meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -35,10 +38,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from corral.server.constraint_files import source_from_body
 from corral.server.deadlines import within
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event, new_request_id
-from corral.server.registry import ConstraintRegistry, source_from_body
+from corral.server.registry import ConstraintRegistry
 
 if TYPE_CHECKING:
     from corral.server.app import CorralServer
@@ -133,6 +137,15 @@ class AdminAPI:
         )
         return JSONResponse(body, status_code=status, headers=headers)
 
+    async def _read_bytes(self, request: Request) -> bytes:
+        limit = self.server.config.max_body_bytes
+        data = bytearray()
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > limit:
+                raise APIError(413, f"request body exceeds {limit} bytes", "request_too_large")
+        return bytes(data)
+
     async def list_all(self, request: Request) -> Response:
         async def work() -> tuple[int, Any]:
             return 200, {"object": "list", "data": self.registry.listing()}
@@ -166,16 +179,20 @@ class AdminAPI:
                 gone = reg.delete(name, version)
                 return 200, {"object": "corral.constraint.deleted", "id": gone.ref, "deleted": True}
             kind = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-            if kind != "application/json":
+            deadline = time.perf_counter() + self.server.config.request_timeout
+            if kind == "application/octet-stream":  # a signed .corral artifact
+                data = await within(self._read_bytes(request), deadline, 408, "reading the body")
+                source = await asyncio.to_thread(reg.load_artifact, data)
+            elif kind == "application/json":
+                body = await within(self.server._read_json(request), deadline, 408, "reading the body")
+                source = source_from_body(body)
+            else:
                 raise APIError(
                     415,
-                    f'PUT takes an application/json body ({{"schema": ...}}, {{"regex": ...}} or '
-                    f'{{"grammar": ...}}), not {kind}; artifact uploads are not supported yet',
+                    'PUT takes application/json ({"schema": ...}, {"regex": ...} or {"grammar": ...}) '
+                    f"or application/octet-stream (a signed .corral), not {kind}",
                     "unsupported_media_type",
                 )
-            deadline = time.perf_counter() + self.server.config.request_timeout
-            body = await within(self.server._read_json(request), deadline, 408, "reading the body")
-            source = source_from_body(body)
             live, new = await within(reg.put(name, version, source), deadline, 504, "compiling")
             return (201 if new else 200), live.as_json(latest=live.version == reg.latest(name))
 

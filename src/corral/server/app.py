@@ -106,12 +106,13 @@ class CorralServer:
         self.converter = SchemaConverter(config.compile_workers)
         self.scheduler = Scheduler(backend, self.metrics, config.max_batch)
         self.registry = ConstraintRegistry(  # --schema-dir and the admin API (server/registry.py)
+            self.tokenizer,
+            self.cache,
             self._configured,
-            lambda spec: compile_constraint_async(
-                spec, self.tokenizer, cache=self.cache, converter=self.converter
-            )[0],
-            self.tokenizer.hash,
+            self.converter,
             config.schema_dir if config.registry_persist else None,
+            config.trusted_keys or None,
+            config.limits,
         )
         self.inflight = 0
         self.started = time.time()

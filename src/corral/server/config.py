@@ -48,6 +48,10 @@ class ServerConfig:
     registry_persist : bool
         Write versions PUT through the admin API into ``schema_dir`` (atomically) and remove
         deleted ones, so a restart serves the same registry (``--registry-persist``).
+    trusted_keys : tuple of Path
+        Ed25519 public keys (``corral keygen``'s ``.pub`` files; ``--trusted-keys``): signed
+        ``.corral`` artifacts by one of them may be PUT (``application/octet-stream``) or put in
+        ``schema_dir``. Empty: artifacts are refused.
     limits : dict
         Engine limits applied to every request's constraint (``corral.DEFAULT_LIMITS`` names;
         ``--limit NAME=VALUE``). Set by the operator, never by a request.
@@ -95,3 +99,4 @@ class ServerConfig:
     admin_token: str | None = None
     admin_allow_remote: bool = False
     registry_persist: bool = False
+    trusted_keys: tuple[Path, ...] = ()

@@ -6,18 +6,9 @@ In:  the files of ``--schema-dir`` at start-up, and versions PUT through the adm
 Out: :class:`~corral.compile.ConstraintSpec` objects by reference, already compiled into the
      server's compile cache (a request by name is a cache hit).
 
-File layout of a schema dir (other files, and names starting with ``.``, are ignored)::
-
-    invoice@3.json    version 3 of "invoice": a JSON Schema, or an OpenAI
-                      {"name", "schema", "strict"} object (its "name" must match the file's)
-    route@2.regex     a regular expression: the file's text, one trailing newline dropped
-    sql@1.gbnf        a grammar, GBNF with /regex/ terminals
-    sql@2.lark        a grammar in Lark syntax
-    invoice.json      no "@": version 1 (the layout from before versions; an OpenAI object's
-                      "name" names it, as it always did)
-
-Names are 1-128 characters from ``A-Z a-z 0-9 _ - .``, starting with a letter or digit; versions
-are decimal integers from 1 without leading zeros; "latest" is the highest live version.
+The layout of a schema dir and the bodies a PUT takes: :mod:`corral.server.constraint_files`
+(``invoice@3.json``, ``route@2.regex``, ``sql@1.gbnf`` / ``.lark``, signed ``.corral``
+artifacts; a plain ``invoice.json`` is version 1). "latest" is the highest live version.
 
 Invariants:
 * A version is immutable: putting ``invoice@3`` again with the same content changes nothing; with
@@ -29,14 +20,15 @@ Invariants:
   resolves its name against the table before a PUT/DELETE or the one after, never a mix.
 * A DELETE only removes the version from the table: requests that already resolved it hold its
   spec (and then its compiled constraint), so they finish unchanged.
+* An artifact is loaded only with trusted keys (its signature is checked before its body is
+  read: :func:`corral.compile.artifact.loads`), and only if this server would compile its spec
+  the same way (same limits and schema options): what is served is exactly what was signed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 import tempfile
 import threading
 import time
@@ -46,224 +38,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corral.compile import ConstraintSpec
-from corral.errors import CorralError
-from corral.grammar import bounded_json
+from corral.compile import CompileCache, ConstraintSpec, SchemaConverter, compile_constraint_async
+from corral.errors import ArtifactError, CorralError
+from corral.server.constraint_files import Source, check_name, check_version, parse_ref, scan_dir
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logs import log_event
+from corral.tokenizer import Tokenizer
 
-__all__ = [
-    "EXTENSIONS",
-    "MAX_VERSIONS",
-    "ConstraintRegistry",
-    "Source",
-    "Version",
-    "named_constraint",
-    "parse_ref",
-    "scan_dir",
-    "served_version",
-    "source_from_body",
-]
-
-#: File extension -> (constraint kind, grammar syntax).
-EXTENSIONS: dict[str, tuple[str, str]] = {
-    ".json": ("json_schema", ""),
-    ".regex": ("regex", ""),
-    ".gbnf": ("grammar", "gbnf"),
-    ".lark": ("grammar", "lark"),
-}
-
-#: Most versions the registry holds (all names together); a PUT beyond it is refused (409).
-MAX_VERSIONS = 4096
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
-_VERSION = re.compile(r"[1-9][0-9]{0,8}")
-_DEPTH = 900  # deepest JSON read from a file or a PUT body, as for request bodies
+__all__ = ["MAX_VERSIONS", "ConstraintRegistry", "Version", "named_constraint", "served_version"]
 
 
-def _bad(message: str, param: str | None = None, code: str = "invalid_constraint") -> APIError:
+def _bad(message: str, param: str | None, code: str) -> APIError:
     return APIError(400, message, code, param)
 
 
-def check_name(name: Any, param: str = "name") -> str:
-    """``name`` if it is a valid constraint name (400 otherwise)."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise _bad(
-            f"{name!r} is not a valid constraint name: 1-128 characters from A-Z a-z 0-9 _ - ., "
-            "starting with a letter or digit",
-            param,
-            "invalid_name",
-        )
-    return name
-
-
-def check_version(version: Any, param: str = "version") -> int:
-    """A version given as text or int, as an int from 1 (400 otherwise)."""
-    text = str(version) if isinstance(version, int) and not isinstance(version, bool) else version
-    if not isinstance(text, str) or not _VERSION.fullmatch(text):
-        raise _bad(
-            f"{version!r} is not a valid version: a decimal integer from 1, without leading zeros",
-            param,
-            "invalid_version",
-        )
-    return int(text)
-
-
-def parse_ref(ref: Any, param: str = "name") -> tuple[str, int | None]:
-    """``"invoice@3"`` -> ``("invoice", 3)``; ``"invoice"`` -> ``("invoice", None)`` (latest)."""
-    if not isinstance(ref, str):
-        raise _bad(
-            f"{param} must be a constraint name such as 'invoice' or 'invoice@3'", param, "invalid_name"
-        )
-    name, at, version = ref.partition("@")
-    try:
-        return check_name(name, param), (check_version(version, param) if at else None)
-    except APIError as e:
-        raise _bad(f"{ref!r}: {e.message}" if at else e.message, param, e.code) from None
-
-
-@dataclass(frozen=True)
-class Source:
-    """A constraint as written: what a file or a PUT body holds.
-
-    Attributes
-    ----------
-    kind : str
-        ``"json_schema"``, ``"regex"`` or ``"grammar"``.
-    value : Any
-        The schema (dict/bool), the pattern or the grammar text.
-    strict : bool
-        OpenAI's ``strict`` for a schema.
-    syntax : str
-        A grammar's syntax: ``"gbnf"``, ``"lark"`` or ``""`` (told apart from the text).
-    """
-
-    kind: str
-    value: Any
-    strict: bool = False
-    syntax: str = ""
-
-    def spec(self, param: str) -> ConstraintSpec:
-        """The constraint (raises corral's errors / ValueError / TypeError for a bad value)."""
-        if self.kind == "json_schema":
-            if not isinstance(self.value, (dict, bool)):
-                raise _bad(
-                    "schema must be a JSON Schema (an object or a boolean)", "schema", "invalid_schema"
-                )
-            return ConstraintSpec.json_schema(self.value, {"strict": self.strict}, param=param)
-        if self.kind == "regex":
-            return ConstraintSpec.regex(self.value, param=param)
-        return ConstraintSpec.grammar(self.value, param=param, syntax=self.syntax or "auto")
-
-    def as_json(self) -> dict[str, Any]:
-        """The PUT body that gives this source back."""
-        if self.kind == "json_schema":
-            return {"schema": self.value, "strict": self.strict}
-        if self.kind == "regex":
-            return {"regex": self.value}
-        return {"grammar": self.value, **({"syntax": self.syntax} if self.syntax else {})}
-
-    def file(self, name: str, version: int) -> tuple[str, str]:
-        """(file name, text) for a schema dir; :func:`scan_dir` reads it back to this source."""
-        ref = f"{name}@{version}"
-        if self.kind == "json_schema":
-            doc = {"name": name, "schema": self.value, "strict": self.strict}
-            return ref + ".json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-        if self.kind == "regex":
-            return ref + ".regex", self.value + "\n"  # the newline is dropped again on reading
-        from corral.grammar.lark import grammar_syntax
-
-        syntax = self.syntax or grammar_syntax(self.value)
-        return f"{ref}.{'lark' if syntax == 'lark' else 'gbnf'}", self.value
-
-
-def source_from_body(body: Any) -> Source:
-    """The :class:`Source` of an admin PUT body: one of ``{"schema": ..., "strict": bool}``,
-    ``{"regex": "..."}`` or ``{"grammar": "...", "syntax": "gbnf"|"lark"}`` (400 otherwise)."""
-    if not isinstance(body, dict):
-        raise _bad('the body must be a JSON object such as {"schema": {...}}', None, "invalid_body")
-    given = [k for k in ("schema", "regex", "grammar") if k in body]
-    if len(given) != 1:
-        raise _bad(
-            'the body needs exactly one of "schema", "regex" or "grammar"'
-            + (f", not {' and '.join(given)}" if given else ""),
-            given[1] if len(given) > 1 else None,
-            "invalid_body",
-        )
-    allowed = {"schema": {"schema", "strict", "name"}, "regex": {"regex"}, "grammar": {"grammar", "syntax"}}
-    unknown = sorted(set(body) - allowed[given[0]])
-    if unknown:
-        raise _bad(f"unknown field(s) {unknown} in a {given[0]} body", unknown[0], "invalid_body")
-    if given[0] == "schema":
-        strict = body.get("strict", False)
-        if not isinstance(strict, bool):
-            raise _bad("strict must be a boolean", "strict", "invalid_body")
-        if not isinstance(body["schema"], (dict, bool)):
-            raise _bad("schema must be a JSON Schema (an object or a boolean)", "schema", "invalid_schema")
-        return Source("json_schema", body["schema"], strict)
-    value = body[given[0]]
-    if not isinstance(value, str) or not value:
-        raise _bad(f"{given[0]} must be a non-empty string", given[0], "invalid_body")
-    syntax = body.get("syntax", "")
-    if syntax not in ("", "auto", "gbnf", "lark"):
-        raise _bad(f"syntax must be 'gbnf', 'lark' or 'auto', got {syntax!r}", "syntax", "invalid_body")
-    return Source(given[0], value, syntax="" if syntax == "auto" else syntax)
-
-
-# ---------------------------------------------------------------------- the schema dir
-
-
-def _read(f: Path, kind: str, syntax: str) -> tuple[str | None, Source]:
-    """(the name an OpenAI object inside gives, or None; the source) of one file."""
-    try:
-        text = f.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise CorralError(f"--schema-dir: cannot read {f}: {e}") from None
-    if kind == "regex":
-        return None, Source("regex", text[:-1] if text.endswith("\n") else text)
-    if kind == "grammar":
-        return None, Source("grammar", text, syntax=syntax)
-    try:
-        doc = bounded_json.loads(text, _DEPTH, "max_body_depth", str(f))
-    except (ValueError, CorralError) as e:
-        raise CorralError(f"--schema-dir: {f} is not JSON: {e}") from None
-    if isinstance(doc, dict) and isinstance(doc.get("schema"), (dict, bool)) and "name" in doc:
-        return str(doc["name"]), Source("json_schema", doc["schema"], bool(doc.get("strict", False)))
-    return None, Source("json_schema", doc)
-
-
-def scan_dir(path: Path) -> list[tuple[str, int, Source, Path]]:
-    """``(name, version, source, file)`` for every constraint file of a schema dir (layout in the
-    module docstring), sorted by name and version. Raises :class:`~corral.errors.CorralError`
-    naming the file for a missing directory, unreadable or non-JSON files, bad names or versions,
-    and two files for one version — before any model is loaded."""
-    if not path.is_dir():
-        raise CorralError(f"--schema-dir: not a directory: {path}")
-    seen: dict[tuple[str, int], Path] = {}
-    out: list[tuple[str, int, Source, Path]] = []
-    for f in sorted(path.iterdir()):
-        kind_syntax = EXTENSIONS.get(f.suffix)
-        if kind_syntax is None or f.name.startswith(".") or not f.is_file():
-            continue
-        stem, at, version_text = f.stem.partition("@")
-        named, source = _read(f, *kind_syntax)
-        try:
-            if at:
-                name, version = check_name(stem), check_version(version_text)
-                if named is not None and named != name:
-                    raise _bad(f"its object is named {named!r}, but the file name says {name!r}")
-            else:
-                name, version = check_name(named if named is not None else stem), 1
-        except APIError as e:
-            raise CorralError(f"--schema-dir: {f.name}: {e.message}") from None
-        if (name, version) in seen:
-            raise CorralError(
-                f"--schema-dir: {f.name} and {seen[name, version].name} are both {name}@{version}"
-            )
-        seen[name, version] = f
-        out.append((name, version, source, f))
-    return sorted(out, key=lambda t: (t[0], t[1]))
-
+#: Most versions the registry holds (all names together); a PUT beyond it is refused (409).
+MAX_VERSIONS = 4096
 
 # ---------------------------------------------------------------------- the registry
 
@@ -291,7 +81,8 @@ class Version:
             "id": self.ref,
             "name": self.name,
             "version": self.version,
-            "kind": self.source.kind,
+            "kind": self.spec.kind,
+            "format": "artifact" if self.source.kind == "artifact" else "source",
             "latest": latest,
             "sha256": self.key,
             "created": int(self.created),
@@ -313,27 +104,48 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
 
     Parameters
     ----------
+    tokenizer : Tokenizer
+        The served vocabulary (part of each version's key).
+    cache : CompileCache
+        Where versions are compiled (in its background threads) and kept.
     configure : callable
         spec -> the spec with the operator's limits and schema options.
-    compile : callable
-        configured spec -> future of its compiled constraint (the server's compile cache).
-    tokenizer_hash : str
-        The served vocabulary (part of each version's key).
+    converter : SchemaConverter or None
+        The server's schema-conversion process.
     persist_dir : Path or None
         Write PUT versions into this schema dir (temp file + rename) and remove deleted ones.
+    trusted_keys : keys or None
+        Ed25519 public keys (``.pub`` paths, PEM, raw): signed ``.corral`` artifacts by one of
+        them may be uploaded or put in the schema dir. None: artifacts are refused.
+    artifact_limits : mapping or None
+        Engine limits an artifact's automata are checked against when loaded (the operator's
+        ``--limit`` values).
     """
 
     def __init__(
         self,
-        configure: Callable[[ConstraintSpec], ConstraintSpec],
-        compile: Callable[[ConstraintSpec], Future[Any]],
-        tokenizer_hash: str,
+        tokenizer: Tokenizer,
+        cache: CompileCache,
+        configure: Callable[[ConstraintSpec], ConstraintSpec] = lambda spec: spec,
+        converter: SchemaConverter | None = None,
         persist_dir: Path | None = None,
+        trusted_keys: Any = None,
+        artifact_limits: Mapping[str, int] | None = None,
     ) -> None:
+        self.tokenizer = tokenizer
+        self.cache = cache
+        self.converter = converter
         self._configure = configure
-        self._compile = compile
-        self._tokenizer_hash = tokenizer_hash
+        self._tokenizer_hash = tokenizer.hash
         self.persist_dir = persist_dir
+        # Parsed now, so a bad key file (or no cryptography package) stops the start-up.
+        if trusted_keys:
+            from corral.compile.signing import public_keys
+
+            self.trusted_keys: list[bytes] | None = public_keys(trusted_keys)
+        else:
+            self.trusted_keys = None
+        self.artifact_limits = dict(artifact_limits or {})
         self._lock = threading.Lock()
         self._table: Table = {}  # replaced whole, never mutated (see the module's invariants)
         self._pending: dict[tuple[str, int], tuple[str, Future[Any]]] = {}
@@ -394,11 +206,50 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
     # ------------------------------------------------------------ writing
 
     def _prepare(self, name: str, version: int, source: Source) -> tuple[ConstraintSpec, str]:
+        param = "schema" if source.kind == "json_schema" else source.kind
         try:
-            spec = self._configure(source.spec(f"registry:{name}@{version}"))
+            spec = source.spec(f"registry:{name}@{version}")
+            configured = self._configure(spec)
         except (CorralError, ValueError, TypeError) as e:
-            raise error_from_exception(e, source.kind if source.kind != "json_schema" else "schema") from None
-        return spec, spec.key(self._tokenizer_hash)
+            raise error_from_exception(e, param) from None
+        key = configured.key(self._tokenizer_hash)
+        if source.kind == "artifact" and key != spec.key(self._tokenizer_hash):
+            raise APIError(
+                400,
+                "the artifact was compiled with other engine limits or schema options than this server "
+                "applies (--limit / --schema-option): compile it with the same ones",
+                "artifact_options_mismatch",
+            )
+        return configured, key
+
+    def _compile(self, spec: ConstraintSpec, source: Source) -> Future[Any]:
+        """The compile cache's future for ``spec``: compiled in its background threads, or for an
+        artifact the loaded constraint filed under the key a compile would use."""
+        if source.loaded is not None:
+            loaded = source.loaded
+            return self.cache.get(spec.key(self._tokenizer_hash), lambda: loaded, spec.kind)[0]
+        return compile_constraint_async(spec, self.tokenizer, cache=self.cache, converter=self.converter)[0]
+
+    def load_artifact(self, data: bytes) -> Source:
+        """The :class:`Source` of signed ``.corral`` bytes, loaded and verified (CPU work: call
+        it off the event loop). Raises APIError: 403 ``artifact_upload_off`` without trusted
+        keys; 400 ``artifact_<reason>`` for each refusal of the loader (``unsigned``,
+        ``wrong_key``, ``tampered``, ``wrong_vocabulary``, ``engine_version``, ``corrupt``, ...)."""
+        if self.trusted_keys is None:
+            raise APIError(
+                403,
+                "artifact uploads are off: start corral serve with --trusted-keys KEY.pub",
+                "artifact_upload_off",
+            )
+        from corral.compile.artifact import loads
+
+        try:
+            loaded = loads(data, self.tokenizer, trusted_keys=self.trusted_keys, **self.artifact_limits)
+        except ArtifactError as e:
+            raise APIError(400, str(e), f"artifact_{e.reason}") from None
+        except (CorralError, ValueError, TypeError) as e:
+            raise error_from_exception(e, "artifact") from None
+        return Source("artifact", bytes(data), loaded=loaded)
 
     def _swap(self, add: list[Version], remove: tuple[str, int] | None = None) -> None:
         """Publish a copy of the table with ``add`` in and ``remove`` out (lock held by the
@@ -411,7 +262,7 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
         self._table = {n: vs for n, vs in table.items() if vs}
 
     def _claim(
-        self, name: str, version: int, key: str, spec: ConstraintSpec
+        self, name: str, version: int, key: str, spec: ConstraintSpec, source: Source
     ) -> tuple[Version | None, Future[Any]]:
         """Under the lock: the live version if identical, else a compile future (shared with a PUT
         of the same content already compiling); 409 for other content or a full registry."""
@@ -435,7 +286,7 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
                 raise APIError(
                     409, f"the registry holds {MAX_VERSIONS} versions: delete some first", "registry_full"
                 )
-            fut = self._compile(spec)
+            fut = self._compile(spec, source)
             self._pending[name, version] = (key, fut)
             return None, fut
 
@@ -448,7 +299,7 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
         name, number = check_name(name), check_version(version)
         spec, key = self._prepare(name, number, source)
         t0 = time.perf_counter()
-        live, fut = self._claim(name, number, key, spec)
+        live, fut = self._claim(name, number, key, spec, source)
         if live is not None:
             return live, False
         try:
@@ -498,11 +349,11 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
         reader or a restart sees the old directory or the new file whole, never part of it."""
         if self.persist_dir is None:
             return None
-        fname, text = source.file(name, version)
+        fname, data = source.file(name, version)
         fd, tmp = tempfile.mkstemp(prefix=f".{fname}.", suffix=".tmp", dir=self.persist_dir)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.persist_dir / fname)
@@ -518,8 +369,10 @@ class ConstraintRegistry(Mapping[str, ConstraintSpec]):
         for name, version, source, f in scan_dir(path):
             t0 = time.perf_counter()
             try:
+                if source.kind == "artifact":
+                    source = self.load_artifact(source.value)
                 spec, key = self._prepare(name, version, source)
-                self._compile(spec).result()
+                self._compile(spec, source).result()
             except Exception as e:
                 err = error_from_exception(e)
                 at = f" (at {err.pointer})" if err.pointer and err.pointer not in err.message else ""
