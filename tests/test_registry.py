@@ -490,6 +490,11 @@ def test_admin_needs_the_token_and_a_loopback_client(server: Any) -> None:
         (["--admin-token", "short"], {}, "must be at least 16 characters"),
         ([], {"CORRAL_ADMIN_TOKEN": "short"}, "must be at least 16 characters"),
         (["--registry-persist"], {}, "--registry-persist needs --schema-dir"),
+        (
+            ["--trusted-keys", "/nonexistent/k.pub"],
+            {},
+            "cannot read the public key file '/nonexistent/k.pub'",
+        ),
     ],
 )
 def test_serve_refuses_bad_registry_options_before_loading(
