@@ -203,6 +203,19 @@ def test_put_refuses_bad_constraints_and_changes_nothing(smollm2: Any) -> None:
     assert reg["bad"].payload == "a"
 
 
+def test_the_registry_is_bounded(smollm2: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import corral.server.registry as registry
+
+    monkeypatch.setattr(registry, "MAX_VERSIONS", 2)
+    reg = _registry(smollm2)
+    _put(reg, "a@1", {"regex": "a"})
+    _put(reg, "a@2", {"regex": "b"})
+    assert _status(_put, reg, "b@1", {"regex": "c"})[:2] == (409, "registry_full")
+    assert _put(reg, "a@2", {"regex": "b"})[1] is False  # an identical re-PUT is still answered
+    reg.delete("a", 1)
+    assert _put(reg, "b@1", {"regex": "c"})[1] is True
+
+
 def test_kinds_and_named_lookups(smollm2: Any) -> None:
     reg = _registry(smollm2)
     _put(reg, "order@1", {"regex": "ORD-[0-9]{5}"})
