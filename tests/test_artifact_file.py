@@ -24,7 +24,7 @@ from helpers import byte_tokenizer
 from regex_corpus import CORPUS
 
 import corral
-from corral.compile import ConstraintSpec, compile_constraint
+from corral.compile import ConstraintSpec, compile_constraint, spec_from_args
 from corral.compile import artifact as af
 
 pytest.importorskip("cryptography")  # the test extra has it; signing is what half the file tests
@@ -135,12 +135,16 @@ def test_loaded_constraint_reads_outputs_like_a_compiled_one(smollm2: corral.Tok
     d = af.loads(af.dumps(c), smollm2)
     for text in ('{"name": "ann", "age": 6}', '{"name": "ann", "age": 7}', "nope"):
         assert d.read(text) == c.read(text)
-    assert d.read('{"name": "ann", "age": 7}')[1] is not None  # multipleOf: checked after decoding
+    assert d.read('{"name": "ann", "age": 7}')[1] is not None  # 7 is not a multiple of 3
     t = compile_constraint(ConstraintSpec.tool_calls(TOOLS, "required"), smollm2)
     reply = af.loads(af.dumps(t), smollm2).read_tools(
         '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
     )
     assert reply.error is None and reply.calls[0].arguments == {"city": "Oslo"}
+    two = [*TOOLS, {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]
+    named = compile_constraint(spec_from_args({"tools": two, "tool_choice": "now"}), smollm2)
+    back = af.loads(af.dumps(named), smollm2)
+    assert [(t.name, t.index) for t in back.tools] == [(t.name, t.index) for t in named.tools] == [("now", 1)]
     th = compile_constraint(ConstraintSpec.json_schema({"type": "string"}).with_thinking(8), smollm2)
     text = f'{th.think.open.text}hm{th.think.close.text}"ok"'  # type: ignore[union-attr]
     assert af.loads(af.dumps(th), smollm2).read(text) == ("ok", None)
@@ -242,12 +246,25 @@ def test_refusal_messages_say_what_to_do(
         af.loads(af.dumps(c), smollm2, trusted_keys=a_pub)
 
 
-def test_body_fields_are_checked_after_a_valid_hash(smollm2: corral.Tokenizer) -> None:
-    """Bytes whose hash is right but whose meta lies (what an unsigned forger can write) are
-    refused as corrupt: the spec's cache key, unused or shared blobs, wrong types."""
-    c = compile_constraint(ConstraintSpec.choices(["x", "y"]), smollm2)
-    raw = af.dumps(c, compress=False)
+def _edit_meta(raw: bytes, old: bytes, new: bytes) -> bytes:
+    """An uncompressed file with ``old`` replaced by ``new`` in its meta, every declared length
+    kept true and the content hash recomputed: what a forger without a key can write."""
     start = raw.index(b'{"key":')
+    assert old in raw[start:], old
+    edited = raw.replace(old, new, 1)
+    delta = len(new) - len(old)
+    meta_len = struct.unpack("<I", raw[start - 4 : start])[0] + delta
+    head = bytearray(edited[: start - 4])  # ... body length, raw body length | meta length, meta
+    blen, rlen = struct.unpack("<II", head[-8:])
+    head[-8:] = struct.pack("<II", blen + delta, rlen + delta)
+    return _reseal(bytes(head) + struct.pack("<I", meta_len) + edited[start:])
+
+
+def test_body_fields_are_checked_after_a_valid_hash(smollm2: corral.Tokenizer) -> None:
+    """Bytes whose hash is right but whose meta lies are refused as corrupt: the spec's cache
+    key, unused or shared blobs, wrong types, malformed report entries."""
+    raw = af.dumps(compile_constraint(ConstraintSpec.choices(["x", "y"]), smollm2), compress=False)
+    assert af.loads(_edit_meta(raw, b'"param":"choices"', b'"param":"choices"'), smollm2).kind == "choices"
     for old, new in [
         (b'"kind":"choices"', b'"kind":"regex"'),  # another kind: the key does not match
         (b'"payload":["x","y"]', b'"payload":["x","z"]'),
@@ -255,17 +272,17 @@ def test_body_fields_are_checked_after_a_valid_hash(smollm2: corral.Tokenizer) -
         (b'"source_len":', b'"source_len":"1",'),
         (b'"tool_mode":""', b'"tool_mode":0'),
     ]:
-        assert old in raw[start:]
-        edited = raw.replace(old, new, 1)
-        # keep the declared lengths true: meta length (u32 before the meta), body and raw lengths
-        delta = len(new) - len(old)
-        meta_len = struct.unpack("<I", raw[start - 4 : start])[0] + delta
-        head = bytearray(edited[: start - 4])
-        body_at = len(head) - 8
-        blen, rlen = struct.unpack("<II", head[body_at:])
-        head[body_at:] = struct.pack("<II", blen + delta, rlen + delta)
-        out = bytes(head) + struct.pack("<I", meta_len) + edited[start:]
-        assert _reason(_reseal(out), smollm2) == "corrupt", new
+        assert _reason(_edit_meta(raw, old, new), smollm2) == "corrupt", new
+    schema = compile_constraint(ConstraintSpec.json_schema(SCHEMAS[0]), smollm2)
+    raw = af.dumps(schema, compress=False)
+    for old, new in [
+        (b'"enforced"', b'"trusted"'),
+        (b'"enforced"', b"7"),
+        (b'"entries":[', b'"entries":[3,'),
+        (b'"slots":{}', b'"slots":{"a":[1]}'),
+        (b'"grammar_source":"', b'"grammar_source":1,"x":"'),
+    ]:
+        assert _reason(_edit_meta(raw, old, new), smollm2) == "corrupt", new
 
 
 def _refused_or_loads(data: bytes, tok: corral.Tokenizer, **kw: object) -> bool:
@@ -381,12 +398,5 @@ def test_deep_meta_is_corrupt_not_recursion_error(smollm2: corral.Tokenizer) -> 
     c = compile_constraint(ConstraintSpec.regex("[0-9]+"), smollm2)
     raw = af.dumps(c, compress=False)
     start = raw.index(b'{"key":')
-    meta_len = struct.unpack("<I", raw[start - 4 : start])[0]
-    deep = b"[" * 100_000 + b"]" * 100_000
-    edited = raw[:start] + deep + raw[start + meta_len :]
-    delta = len(deep) - meta_len
-    head = bytearray(edited[: start - 4])
-    blen, rlen = struct.unpack("<II", head[-8:])
-    head[-8:] = struct.pack("<II", blen + delta, rlen + delta)
-    out = bytes(head) + struct.pack("<I", len(deep)) + edited[start:]
-    assert _reason(_reseal(out), smollm2) == "corrupt"
+    meta = raw[start : start + struct.unpack("<I", raw[start - 4 : start])[0]]
+    assert _reason(_edit_meta(raw, meta, b"[" * 100_000 + b"]" * 100_000), smollm2) == "corrupt"

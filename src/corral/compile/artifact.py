@@ -32,8 +32,8 @@ back (a think block's answer, structural tags' segment readers).
 Invariants:
 * The parser is strict and executes nothing: fixed-width fields, every length checked against
   the bytes that remain before it is used, exact end of file, decompression bounded by the
-  declared raw length, JSON nesting bounded, every meta field type-checked, and the engine
-  blobs go through the engine's own strict loader (``CompiledGrammar.from_bytes``).
+  declared raw length, JSON decoded in C (too deep is refused), every meta field checked, and
+  the engine blobs go through the engine's own strict loader (``CompiledGrammar.from_bytes``).
 * The order of checks makes each refusal's ``reason`` mean one thing: ``bad_magic``,
   ``unsupported_version``, ``corrupt`` (the envelope), then — with trusted keys, before any of
   the body is read — ``unsigned`` / ``wrong_key`` / ``tampered``, then the content hash
@@ -46,6 +46,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import struct
@@ -89,7 +90,7 @@ _SIG_LEN = 4 + 32 + 64
 _HASH_LEN = 32
 _MAX_BLOBS = 256
 _MAX_NODES = 256
-_REPORT_STATUSES = ("enforced", "checked after decoding", "ignored")
+_REPORT_STATUSES = {"enforced", "checked after decoding", "ignored"}
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ def save_artifact(
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary name, not the artifact
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -198,7 +200,7 @@ def _node(c: Constraint, blobs: list[bytes]) -> dict[str, Any]:
         "payload": list(s.payload) if isinstance(s.payload, tuple) else s.payload,
         "options": dict(s.options),
         "limits": dict(s.limits),
-        "tools": [t.as_json() for t in s.tools],
+        "tools": [{**t.as_json(), "index": t.index} for t in s.tools],
         "tool_mode": s.tool_mode,
         "thinking": dict(s.thinking) if s.thinking is not None else None,
         "param": s.param,
@@ -508,7 +510,8 @@ class _Loader:
             name = _want(t.get("name"), str, f"{where}.tools[{i}].name")
             desc = _want(t.get("description"), str, f"{where}.tools[{i}].description")
             params = _want(t.get("parameters"), dict, f"{where}.tools[{i}].parameters")
-            tools.append(Tool(name, desc, params, i))
+            index = _want(t.get("index"), int, f"{where}.tools[{i}].index")
+            tools.append(Tool(name, desc, params, index))
         payload = s.get("payload")
         if kind == "choices":
             payload = tuple(_want(payload, list, where + ".payload"))
@@ -551,12 +554,16 @@ class _Loader:
         if not isinstance(schema, (dict, bool)):
             raise _corrupt(f"{where}: the schema is not an object or boolean")
         rep = _want(js.get("report"), dict, where + ".json_schema.report")
-        entries = []
-        for i, e in enumerate(_want(rep.get("entries"), list, where + ".report.entries")):
-            _want(e, list, f"{where}.report.entries[{i}]")
-            if len(e) != 4 or not all(isinstance(x, str) for x in e) or e[2] not in _REPORT_STATUSES:
-                raise _corrupt(f"{where}.report.entries[{i}] is not a report entry")
-            entries.append(ReportEntry(*e))
+        items = _want(rep.get("entries"), list, where + ".report.entries")
+        # Checked in bulk (set(map(...)) runs in C): a big schema has thousands of entries.
+        if (
+            not set(map(type, items)) <= {list}
+            or not set(map(len, items)) <= {4}
+            or not set(map(type, itertools.chain.from_iterable(items))) <= {str}
+            or not {item[2] for item in items} <= _REPORT_STATUSES
+        ):
+            raise _corrupt(f"{where}.report.entries are not [pointer, keyword, status, detail] strings")
+        entries = [ReportEntry(*item) for item in items]
         slots: dict[str, list[str]] = {}
         for name, ptrs in _want(rep.get("slots"), dict, where + ".report.slots").items():
             _want(ptrs, list, f"{where}.report.slots.{name}")
