@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,39 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, default=None, help="forward-pass threads (default: cores - 1)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--schema-dir", type=Path, help="pre-compile the *.json schemas in this directory")
+    p.add_argument(
+        "--schema-dir",
+        type=Path,
+        help="the constraint registry: compile the schemas (name@N.json), regexes (.regex) and "
+        "grammars (.gbnf, .lark) in this directory at start-up; requests name them (invoice@3, or "
+        "invoice: the latest)",
+    )
+    p.add_argument(
+        "--admin-token",
+        default=None,
+        help="turn on the admin API (/v1/corral/constraints) with this bearer token, at least 16 "
+        "characters (default: $CORRAL_ADMIN_TOKEN; prefer the variable: arguments show in ps)",
+    )
+    p.add_argument(
+        "--admin-allow-remote",
+        action="store_true",
+        help="let non-loopback clients use the admin API (default: 127.0.0.1 / ::1 only)",
+    )
+    p.add_argument(
+        "--trusted-keys",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="KEY.pub",
+        help="accept signed .corral artifacts (admin PUT, or in --schema-dir) signed by this Ed25519 "
+        "public key (repeatable; corral keygen writes them)",
+    )
+    p.add_argument(
+        "--registry-persist",
+        action="store_true",
+        help="write versions PUT through the admin API into --schema-dir (atomically) and remove "
+        "deleted ones",
+    )
     p.add_argument("--max-batch", type=int, default=16, help="most sequences decoded together")
     p.add_argument(
         "--max-queue", type=int, default=64, help="most requests waiting beyond the batch (then 429)"
@@ -164,10 +197,23 @@ def run(args: argparse.Namespace) -> int:
     limits = parse_limits(args.limit)
     cache_dir, cache_max_bytes = cache_settings(args.cache_dir, args.cache_max_bytes)
     schema_options = parse_schema_options(args.schema_option)
-    if args.schema_dir is not None:  # a missing directory or a file that is not JSON: before the load
-        from corral.server.app import load_schema_dir
+    if args.schema_dir is not None:  # a missing directory, a bad file or name: before the load
+        from corral.server.registry import scan_dir
 
-        load_schema_dir(args.schema_dir)
+        scan_dir(args.schema_dir)
+    admin_token = args.admin_token or os.environ.get("CORRAL_ADMIN_TOKEN") or None
+    if admin_token is not None and len(admin_token) < 16:
+        raise ValueError(
+            "the admin token (--admin-token / CORRAL_ADMIN_TOKEN) must be at least 16 characters"
+        )
+    if args.trusted_keys:  # a missing or bad key file, or no cryptography package: before the load
+        from corral.compile.signing import public_keys
+
+        public_keys(args.trusted_keys)
+    if args.registry_persist and args.schema_dir is None:
+        raise ValueError("--registry-persist needs --schema-dir (the directory it writes to)")
+    if args.registry_persist and not os.access(args.schema_dir, os.W_OK):
+        raise ValueError(f"--registry-persist: cannot write to {args.schema_dir}")
     configure_logging(args.log_level)
     backend = corral.load_model(args.model, backend=args.backend, threads=args.threads)
     name = args.model_name or model_name(args.model)
@@ -191,6 +237,10 @@ def run(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         playground=not args.no_playground,
         tool_format=args.tool_format,
+        admin_token=admin_token,
+        admin_allow_remote=args.admin_allow_remote,
+        registry_persist=args.registry_persist,
+        trusted_keys=tuple(args.trusted_keys),
     )
     log_event("starting", model=name, backend=backend.describe(), host=args.host, port=args.port)
     serve(backend, config, host=args.host, port=args.port)

@@ -4,7 +4,8 @@ Modules: :mod:`~corral.server.app` (endpoints), :mod:`~corral.server.scheduler` 
 thread: continuous batching), :mod:`~corral.server.tools` (a request's ``tools`` checked),
 :mod:`~corral.server.protocol` (the OpenAI wire format → :class:`corral.compile.ConstraintSpec`),
 :mod:`~corral.server.metrics` (Prometheus text), :mod:`~corral.server.errors`,
-:mod:`~corral.server.logs`, :mod:`~corral.server.config`.
+:mod:`~corral.server.logs`, :mod:`~corral.server.config`, :mod:`~corral.server.registry` (named,
+versioned constraints from ``--schema-dir``) and :mod:`~corral.server.admin` (its admin API).
 
 Constraints compile through :mod:`corral.compile` (the one compile path and cache the library
 and vLLM use too), in background threads; schema conversion runs in a converter process.

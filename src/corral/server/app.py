@@ -25,7 +25,6 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -44,6 +43,7 @@ from corral.grammar import bounded_json
 from corral.grammar.tool_formats import detect_format
 from corral.runtime.thinking import think_budget
 from corral.runtime.tokens import tools_for
+from corral.server.admin import AdminAPI
 from corral.server.classify import ClassifyAPI, choices_response, scored_choices
 from corral.server.config import ServerConfig, disk_cache
 from corral.server.deadlines import request_deadline, within
@@ -59,13 +59,13 @@ from corral.server.protocol import (
     envelope,
     parse_chat,
     parse_completion,
-    schema_spec,
     usage,
 )
+from corral.server.registry import ConstraintRegistry, served_version
 from corral.server.scheduler import Job, Scheduler
 from corral.server.tool_stream import ToolDeltas, tool_message
 
-__all__ = ["CorralServer", "load_schema_dir"]
+__all__ = ["CorralServer"]
 
 # Deepest request body read (JSON nesting levels): below Python's own recursion limit.
 _MAX_BODY_DEPTH = 900
@@ -84,24 +84,6 @@ class _SSEResponse(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self._on_close()
-
-
-def load_schema_dir(path: Path) -> dict[str, tuple[Any, bool]]:
-    """``{name: (schema, strict)}`` for every ``*.json`` file in ``path`` (a file holds a JSON
-    Schema, or an OpenAI ``{"name", "schema", "strict"}`` object)."""
-    if not path.is_dir():
-        raise CorralError(f"--schema-dir: not a directory: {path}")
-    out: dict[str, tuple[Any, bool]] = {}
-    for f in sorted(path.glob("*.json")):
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except ValueError as e:
-            raise CorralError(f"--schema-dir: {f} is not JSON: {e}") from None
-        if isinstance(doc, dict) and isinstance(doc.get("schema"), (dict, bool)) and "name" in doc:
-            out[str(doc["name"])] = (doc["schema"], bool(doc.get("strict", False)))
-        else:
-            out[f.stem] = (doc, False)
-    return out
 
 
 class CorralServer:
@@ -124,7 +106,15 @@ class CorralServer:
         self.cache = CompileCache(config.cache_mb * 1024 * 1024, config.compile_workers, self.metrics, disk)
         self.converter = SchemaConverter(config.compile_workers)
         self.scheduler = Scheduler(backend, self.metrics, config.max_batch)
-        self.registry: dict[str, ConstraintSpec] = {}
+        self.registry = ConstraintRegistry(  # --schema-dir and the admin API (server/registry.py)
+            self.tokenizer,
+            self.cache,
+            self._configured,
+            self.converter,
+            config.schema_dir if config.registry_persist else None,
+            config.trusted_keys or None,
+            config.limits,
+        )
         self.inflight = 0
         self.started = time.time()
         # (requests' default tool-call format, the format the chat template declares)
@@ -145,7 +135,12 @@ class CorralServer:
         )
         m.gauge("corral_inflight_requests", "Requests being served.", lambda: self.inflight)
         if config.schema_dir is not None:
-            self.precompile(config.schema_dir)
+            self.registry.load_dir(config.schema_dir)
+        m.gauge(
+            "corral_registry_versions",
+            "Live versions in the constraint registry.",
+            lambda: len(self.registry),
+        )
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
@@ -155,6 +150,7 @@ class CorralServer:
                 Route("/health", self.health, methods=["GET"]),
                 Route("/metrics", self.metrics_endpoint, methods=["GET"]),
                 *(playground_routes() if config.playground else []),
+                *AdminAPI(self, self.registry).routes(),
             ],
             lifespan=self._lifespan,
         )
@@ -169,22 +165,6 @@ class CorralServer:
             self.scheduler.stop()
             self.cache.close()
             self.converter.close()
-
-    def precompile(self, path: Path) -> None:
-        """Compile every schema of a ``--schema-dir`` into the cache and register it by name."""
-        for name, (schema, strict) in load_schema_dir(path).items():
-            spec = self._configured(schema_spec(schema, strict, f"schema-dir:{name}"))
-            t0 = time.perf_counter()
-            try:
-                compile_constraint_async(spec, self.tokenizer, cache=self.cache, converter=self.converter)[
-                    0
-                ].result()
-            except Exception as e:
-                raise CorralError(
-                    f"--schema-dir: schema {name!r}: {self._api_error(e, spec).message}"
-                ) from None
-            self.registry[name] = spec
-            log_event("precompiled", schema=name, seconds=round(time.perf_counter() - t0, 4))
 
     def _configured(self, spec: ConstraintSpec) -> ConstraintSpec:
         """The spec with the operator's limits and schema options (``--limit``,
@@ -334,6 +314,7 @@ class CorralServer:
                 "x-request-id": rid,
                 "x-corral-cache": cache,
                 "x-corral-compile-seconds": f"{compile_s:.4f}",
+                **served_version(req.spec),  # x-corral-constraint: the registry version served
             }
             self.scheduler.submit(job)
             if req.stream:

@@ -45,9 +45,23 @@ class ServerConfig:
     cache_max_bytes : int
         Size bound of ``cache_dir`` (``--cache-max-bytes``; least recently used entries go first).
     schema_dir : Path or None
-        JSON Schemas to pre-compile at start-up (``*.json``; a file may also hold an OpenAI
-        ``{"name", "schema", "strict"}`` object). Registered by name (the file's stem or
-        ``name``): ``response_format.json_schema`` may then give just the name.
+        The constraint registry's directory (:mod:`corral.server.registry`): JSON Schemas,
+        regexes and grammars compiled at start-up and registered by name and version
+        (``invoice@3.json``, ``route@2.regex``, ``sql@1.gbnf`` / ``.lark``; a plain
+        ``invoice.json`` is version 1). A request names one (``invoice@3``, or ``invoice`` for
+        the latest) in ``response_format.json_schema.name`` or ``corral_constraint``.
+    admin_token : str or None
+        Bearer token of the admin API (``/v1/corral/constraints``; ``--admin-token`` or
+        ``CORRAL_ADMIN_TOKEN``). None: the admin API is off.
+    admin_allow_remote : bool
+        Let non-loopback clients use the admin API (``--admin-allow-remote``).
+    registry_persist : bool
+        Write versions PUT through the admin API into ``schema_dir`` (atomically) and remove
+        deleted ones, so a restart serves the same registry (``--registry-persist``).
+    trusted_keys : tuple of Path
+        Ed25519 public keys (``corral keygen``'s ``.pub`` files; ``--trusted-keys``): signed
+        ``.corral`` artifacts by one of them may be PUT (``application/octet-stream``) or put in
+        ``schema_dir``. Empty: artifacts are refused.
     limits : dict
         Engine limits applied to every request's constraint (``corral.DEFAULT_LIMITS`` names;
         ``--limit NAME=VALUE``). Set by the operator, never by a request.
@@ -94,6 +108,10 @@ class ServerConfig:
     retry_after: int = 1
     playground: bool = True
     tool_format: str = "auto"
+    admin_token: str | None = None
+    admin_allow_remote: bool = False
+    registry_persist: bool = False
+    trusted_keys: tuple[Path, ...] = ()
 
 
 def disk_cache(config: ServerConfig, metrics: Any) -> DiskCache | None:

@@ -12,6 +12,7 @@ chat template that declares tools renders them (and past calls) itself.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from corral.grammar.tools import ToolCall, choice_note
 from corral.runtime.sampling import SamplingParams
 from corral.server.errors import APIError, error_from_exception
 from corral.server.logprobs import TraceRequest, parse_trace
+from corral.server.registry import named_constraint
 from corral.server.tool_stream import call_json
 from corral.server.tools import Tool, assistant_calls, parse_tool_choice, parse_tools, tools_prompt
 
@@ -164,7 +166,7 @@ def _plain_spec(kind: str, value: Any) -> ConstraintSpec:
         raise error_from_exception(e, kind) from None
 
 
-def _response_format(raw: Any, registry: dict[str, Any]) -> ConstraintSpec | None:
+def _response_format(raw: Any, registry: Mapping[str, Any]) -> ConstraintSpec | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -185,15 +187,15 @@ def _response_format(raw: Any, registry: dict[str, Any]) -> ConstraintSpec | Non
             raise _bad("response_format.json_schema must be an object", "response_format.json_schema")
         schema = js.get("schema")
         if schema is None:
-            # corral extension: a schema pre-compiled from --schema-dir, named.
+            # corral extension: a registered schema by name ("invoice@3", or "invoice": the latest).
             name = js.get("name")
-            if name not in registry:
+            if name is None:
                 raise _bad(
-                    f"response_format.json_schema has no schema (and {name!r} is not a registered schema)",
+                    "response_format.json_schema has no schema (and no name of a registered schema)",
                     "response_format.json_schema.schema",
                     "invalid_schema",
                 )
-            return registry[name]
+            return named_constraint(registry, name, "response_format.json_schema.name", ("json_schema",))
         return schema_spec(schema, bool(js.get("strict", False)), "response_format.json_schema.schema")
     raise _bad(
         'response_format.type must be "text", "json_object", "json_schema" or "structural_tag", '
@@ -300,7 +302,7 @@ def parse_chat(
     body: dict[str, Any],
     served: str,
     aliases: set[str],
-    registry: dict[str, Any],
+    registry: Mapping[str, Any],
     max_n: int,
     tool_formats: tuple[str, str] = ("json", "json"),
 ) -> GenRequest:
@@ -309,6 +311,10 @@ def parse_chat(
     model = _model(body, served, aliases)
     params, n, max_tokens, stream, include_usage = _common(body, max_n)
     spec = _response_format(body.get("response_format"), registry)
+    if body.get("corral_constraint") is not None:  # corral extension: any registered constraint
+        if spec is not None:
+            raise _bad("give corral_constraint or response_format, not both", "corral_constraint")
+        spec = named_constraint(registry, body["corral_constraint"], "corral_constraint")
     tools = parse_tools(body["tools"]) if body.get("tools") is not None else []
     mode, name = parse_tool_choice(body.get("tool_choice"), tools)
     fmt, parallel, structured = _tool_options(body, tools, tool_formats)
@@ -368,10 +374,11 @@ def parse_chat(
 
 
 def parse_completion(
-    body: dict[str, Any], served: str, aliases: set[str], registry: dict[str, Any], max_n: int
+    body: dict[str, Any], served: str, aliases: set[str], registry: Mapping[str, Any], max_n: int
 ) -> GenRequest:
     """Check a ``/v1/completions`` body (raises APIError). corral extensions: ``regex``,
     ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``,
+    ``corral_constraint`` (a registered constraint's name: ``"invoice@3"`` or ``"invoice"``),
     ``thinking`` (a think block before the answer; it stays in ``text``)."""
     model = _model(body, served, aliases)
     prompt = body.get("prompt")
@@ -387,7 +394,7 @@ def parse_completion(
     params, n, max_tokens, stream, include_usage = _common(body, max_n)
     given = [
         k
-        for k in ("regex", "grammar", "choices", "json_schema", "response_format")
+        for k in ("regex", "grammar", "choices", "json_schema", "response_format", "corral_constraint")
         if body.get(k) is not None
     ]
     if len(given) > 1:
@@ -399,6 +406,8 @@ def parse_completion(
         spec = schema_spec(body["json_schema"], False, "json_schema")
     elif "response_format" in given:
         spec = _response_format(body["response_format"], registry)
+    elif "corral_constraint" in given:
+        spec = named_constraint(registry, body["corral_constraint"], "corral_constraint")
     thinking = body.get("thinking")
     if thinking is not None:  # the block stays in the text: completions have no reasoning field
         try:
