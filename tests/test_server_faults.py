@@ -246,3 +246,33 @@ def test_json_outputs_nested_too_deep_are_reported_not_raised() -> None:
     value, error = c.read("[" * 5000 + "]" * 5000)
     assert value is None and error is not None and "max_output_depth" in error
     assert c.read("[[1]]") == ([[1]], None)
+
+
+def test_a_request_giving_up_does_not_cancel_a_compile_others_wait_for(monkeypatch: Any) -> None:
+    """Two requests wait on one shared compile future; the first gives up (deadline): the
+    second still gets the constraint and the shared future is not cancelled."""
+    import asyncio
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from corral.server import app as app_module
+
+    shared: Future[Any] = Future()
+    monkeypatch.setattr(app_module, "compile_constraint_async", lambda *a, **k: (shared, False))
+    fake = SimpleNamespace(
+        _configured=lambda spec: spec, tokenizer=None, cache=None, converter=None, _api_error=None
+    )
+    spec = object()
+
+    async def scenario() -> Any:
+        impatient = asyncio.ensure_future(app_module.CorralServer._constraint(fake, spec))  # type: ignore[arg-type]
+        patient = asyncio.ensure_future(app_module.CorralServer._constraint(fake, spec))  # type: ignore[arg-type]
+        await asyncio.sleep(0.01)
+        impatient.cancel()
+        await asyncio.sleep(0.01)
+        assert not shared.cancelled()
+        shared.set_result("the constraint")
+        constraint, hit, _ = await patient
+        return constraint, hit
+
+    assert asyncio.run(scenario()) == ("the constraint", False)

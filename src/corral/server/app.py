@@ -381,7 +381,9 @@ class CorralServer:
                 spec, self.tokenizer, cache=self.cache, converter=self.converter
             )
             waited = not fut.done()  # on a compile thread (this request's, or one already running)
-            constraint = await asyncio.wrap_future(fut)
+            # Shielded: the future is shared by every request waiting on this compile, and a
+            # request that gives up (its deadline, a disconnect) must not cancel it for the rest.
+            constraint = await asyncio.shield(asyncio.wrap_future(fut))
             if obs is not None:
                 obs.compiled(spec, self.tokenizer.hash, hit, waited, t0)
         except APIError:
