@@ -19,6 +19,7 @@
 #include "automaton_memo.hpp"
 #include "compile_times.hpp"
 #include "grammar.hpp"
+#include "keyed.hpp"
 
 namespace corral {
 namespace {
@@ -56,6 +57,10 @@ class Lowerer {
       auto [rule, nt] = pending_.back();
       pending_.pop_back();
       budget_.check("lowering the grammar");
+      if (ast_.rules[static_cast<std::size_t>(rule)].keyed) {
+        lower_keyed(*ast_.rules[static_cast<std::size_t>(rule)].keyed, nt);
+        continue;
+      }
       add_alternatives(nt, lower_alts(inlined(rule)));
     }
     build_dfas();
@@ -98,7 +103,7 @@ class Lowerer {
             }
           }
         } else {
-          bool reg = !cyclic[ru];
+          bool reg = !cyclic[ru] && !ast_.rules[ru].keyed;  // a keyed group is never regular
           for (std::int32_t c : refs[ru]) reg = reg && regular_[static_cast<std::size_t>(c)] && !cyclic[static_cast<std::size_t>(c)];
           regular_[ru] = reg;
           state[ru] = 2;
@@ -113,7 +118,7 @@ class Lowerer {
       changed = false;
       for (std::size_t i = 0; i < n; ++i) {
         if (!regular_[i]) continue;
-        bool reg = !cyclic[i];
+        bool reg = !cyclic[i] && !ast_.rules[i].keyed;
         for (std::int32_t c : refs[i]) reg = reg && regular_[static_cast<std::size_t>(c)];
         if (!reg) {
           regular_[i] = 0;
@@ -273,6 +278,45 @@ class Lowerer {
                             "the lowered grammar has too many productions");
       g_.productions.push_back(Production{nt, std::move(a)});
     }
+  }
+
+  // A keyed group (keyed.hpp): K ::= m_j | K sep m_j per member (tagged with its key), plus,
+  // when some key is required, the min-only production of the required members in order. Each
+  // member and the separator are lowered once and their symbols reused.
+  void lower_keyed(const KeyedAst& k, std::int32_t nt) {
+    const Seq sep = lower_seq(substitute(k.sep));
+    KeyedGroup grp;
+    grp.nt = nt;
+    grp.n_keys = static_cast<std::uint32_t>(k.members.size());
+    grp.required = k.required;
+    const std::uint8_t role = k.required.empty() ? kParseAndMin : kParseOnly;
+    std::vector<Seq> seqs;
+    auto add_member = [&](const Seq& m, std::int32_t key) {
+      Seq rec{Symbol::nonterminal(nt)};
+      rec.insert(rec.end(), sep.begin(), sep.end());
+      rec.insert(rec.end(), m.begin(), m.end());
+      add_alternatives(nt, {m, rec});
+      for (std::size_t i = g_.productions.size() - 2; i < g_.productions.size(); ++i) {
+        g_.productions[i].key = key;
+        g_.productions[i].role = role;
+      }
+    };
+    for (std::size_t j = 0; j < k.members.size(); ++j) {
+      seqs.push_back(lower_seq(substitute(k.members[j])));
+      add_member(seqs.back(), static_cast<std::int32_t>(j));
+    }
+    if (k.extra) add_member(lower_seq(substitute(k.extra)), kExtraKey);
+    if (!k.required.empty()) {
+      Seq all;
+      for (std::size_t i = 0; i < k.required.size(); ++i) {
+        if (i > 0) all.insert(all.end(), sep.begin(), sep.end());
+        const Seq& m = seqs[k.required[i]];
+        all.insert(all.end(), m.begin(), m.end());
+      }
+      add_alternatives(nt, {all});
+      g_.productions.back().role = kMinOnly;
+    }
+    g_.keyed.push_back(std::move(grp));
   }
 
   Symbol rule_symbol(std::int32_t r) {
@@ -630,6 +674,12 @@ void Grammar::finalize() {
       return sum;
     };
     for (std::size_t p = 0; p < np; ++p) {
+      // Keyed groups: productions that parse but could close an object without its required
+      // keys never define a shortest string (keyed.hpp).
+      if (productions[p].role == kParseOnly) {
+        waiting[p] = 0xFFFFFFFFu;
+        continue;
+      }
       for (Symbol s : productions[p].rhs) waiting[p] += s.is_terminal() ? 0 : 1;
       if (waiting[p] == 0) {
         const std::uint64_t c = cost(p);
@@ -673,10 +723,12 @@ void Grammar::finalize() {
 
   by_lhs.assign(n, {});
   for (std::size_t p = 0; p < productions.size(); ++p)
-    by_lhs[static_cast<std::size_t>(productions[p].lhs)].push_back(static_cast<std::int32_t>(p));
+    if (productions[p].role != kMinOnly)  // read by shortest-string tables only (keyed.hpp)
+      by_lhs[static_cast<std::size_t>(productions[p].lhs)].push_back(static_cast<std::int32_t>(p));
 
   nullable.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) nullable[i] = min_len[i] == 0;
+  finalize_keyed(*this);
 
   // followable: fixpoint over "X can be followed by a non-empty string". A symbol can produce
   // a non-empty string unless its language is exactly {""}.
