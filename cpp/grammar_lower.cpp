@@ -280,21 +280,24 @@ class Lowerer {
     }
   }
 
-  // A keyed group (keyed.hpp): K ::= m_j | K sep m_j per member (tagged with its key), plus,
-  // when some key is required, the min-only production of the required members in order. Each
-  // member and the separator are lowered once and their symbols reused.
+  // A keyed group (keyed.hpp): K ::= m_j | K (sep m_j) per member (tagged with its key), plus,
+  // when some key is required, the min-only production of the required members in order.
+  // `sep m_j` is lowered as one sequence so the separator merges with the member's key into
+  // one terminal (`,"name":`): a token like `, "` then stays inside a terminal instead of
+  // needing the parser at the separator's end on every mask.
   void lower_keyed(const KeyedAst& k, std::int32_t nt) {
-    const Seq sep = lower_seq(substitute(k.sep));
+    const NodePtr sep = substitute(k.sep);
+    const Seq sep_seq = lower_seq(sep);
     KeyedGroup grp;
     grp.nt = nt;
     grp.n_keys = static_cast<std::uint32_t>(k.members.size());
     grp.required = k.required;
     const std::uint8_t role = k.required.empty() ? kParseAndMin : kParseOnly;
     std::vector<Seq> seqs;
-    auto add_member = [&](const Seq& m, std::int32_t key) {
+    auto add_member = [&](const NodePtr& member, const Seq& m, std::int32_t key) {
       Seq rec{Symbol::nonterminal(nt)};
-      rec.insert(rec.end(), sep.begin(), sep.end());
-      rec.insert(rec.end(), m.begin(), m.end());
+      const Seq more = lower_seq(make_concat({sep, member}));
+      rec.insert(rec.end(), more.begin(), more.end());
       add_alternatives(nt, {m, rec});
       for (std::size_t i = g_.productions.size() - 2; i < g_.productions.size(); ++i) {
         g_.productions[i].key = key;
@@ -302,14 +305,18 @@ class Lowerer {
       }
     };
     for (std::size_t j = 0; j < k.members.size(); ++j) {
-      seqs.push_back(lower_seq(substitute(k.members[j])));
-      add_member(seqs.back(), static_cast<std::int32_t>(j));
+      const NodePtr member = substitute(k.members[j]);
+      seqs.push_back(lower_seq(member));
+      add_member(member, seqs.back(), static_cast<std::int32_t>(j));
     }
-    if (k.extra) add_member(lower_seq(substitute(k.extra)), kExtraKey);
+    if (k.extra) {
+      const NodePtr extra = substitute(k.extra);
+      add_member(extra, lower_seq(extra), kExtraKey);
+    }
     if (!k.required.empty()) {
       Seq all;
       for (std::size_t i = 0; i < k.required.size(); ++i) {
-        if (i > 0) all.insert(all.end(), sep.begin(), sep.end());
+        if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());
         const Seq& m = seqs[k.required[i]];
         all.insert(all.end(), m.begin(), m.end());
       }
