@@ -885,7 +885,7 @@ std::string Grammar::to_string() const {
     out += names[nt] + " ::=";
     bool first = true;
     for (std::size_t p = 0; p < productions.size(); ++p) {
-      if (static_cast<std::size_t>(productions[p].lhs) != nt) continue;
+      if (static_cast<std::size_t>(productions[p].lhs) != nt || productions[p].role == kMinOnly) continue;
       out += first ? " " : " | ";
       first = false;
       if (productions[p].rhs.empty()) out += "\"\"";
@@ -899,6 +899,12 @@ std::string Grammar::to_string() const {
         }
         else out += names[static_cast<std::size_t>(s.index())];
       }
+    }
+    if (group_of.size() > nt && group_of[nt] >= 0) {
+      // The key bookkeeping is not grammar syntax: say what the productions above mean.
+      const KeyedGroup& k = keyed[static_cast<std::size_t>(group_of[nt])];
+      out += "  # keyed group (keyed.hpp): " + std::to_string(k.n_keys) + " keys, each at most once; required:";
+      for (std::uint32_t r : k.required) out += " " + std::to_string(r);
     }
     out += "\n";
   }
