@@ -274,6 +274,7 @@ def test_keyed_grammar_text_and_artifact_round_trip() -> None:
         "{b:1,c:{b:2,c:{b:3}},a:4}": True,
         "{b:1,b:1}": False,
     }
+    assert "keyed group" in g.grammar_text  # the printed grammar says what it cannot spell
     loaded = CompiledGrammar.from_bytes(g.to_bytes(), tok)
     for text, want in cases.items():
         assert _accepts(g, text) == want, text
