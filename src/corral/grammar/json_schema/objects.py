@@ -8,8 +8,12 @@ Out: the grammar of the object: declared members in schema order, each optional 
      required, plus the extra-key classes, as a counting machine (containers.ObjectMembers,
      capped at ``SchemaOptions.max_machine_states``) when counts or dependencies need one.
 
-Invariants: members are generated in schema order, so two schemas differing only in property
-order give different grammars. A declared name matching ``patternProperties`` gets those
+With ``property_order="any"`` (SchemaOptions.any_order) an object without binding counts or
+dependencies is instead one keyed member group (``%keyed``, cpp/keyed.hpp): declared members in
+any order, each at most once, required ones enforced by the matcher's seen-key set.
+
+Invariants: in schema order, members are generated in schema order, so two schemas differing
+only in property order give different grammars. A declared name matching ``patternProperties`` gets those
 schemas too; names ``propertyNames`` rejects are never generated; names a dependency mentions
 become declared (optional) members so their presence is tracked; an extra key is never a second
 copy of a declared name. Over the state budget the machine drops a dimension (dependencies
