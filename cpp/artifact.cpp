@@ -1,6 +1,7 @@
 // artifact.cpp — the compiled-grammar byte format: writer and strict reader (see artifact.hpp).
 //
-// Format version 1. Integers in the header are fixed-width little-endian; in the body they are
+// Format version 2 (2 added keyed groups: the member key and role of each production and the
+// group table; version 1 artifacts are refused with unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
 // unsigned LEB128 varints (at most 10 bytes, minimal: no trailing zero byte), strings are a
 // varint length followed by that many bytes.
 //
@@ -19,7 +20,13 @@
 //                    as varints (index << 1 | is_terminal; a nonterminal index < N, a terminal
 //                    index < T). Production 0 is `start ::= X`, the only production of
 //                    nonterminal 0. Productions are stored after Grammar::finalize, so loading
-//                    finalizes again and refuses bytes in which it would drop one.
+//                    finalizes again and refuses bytes in which it would drop one. After the
+//                    symbols: varint (key + 2) (keyed.hpp: 0 an undeclared-key member, 1 no
+//                    key, else a declared key index + 2), u8 role (0 parse and min, 1 parse
+//                    only, 2 min only).
+//   keyed groups     varint count G; each: varint nonterminal (< N), varint key count, varint
+//                    count R then R varints: the required key indices (ascending, < key count).
+//                    Their consistency with the productions is checked by Grammar::finalize.
 //   terminals        varint count T; each: u8 kind (0 regex, 1 token, 2 slot), string text (the
 //                    printed /regex/, the token or the slot as written), then
 //                      regex: DFA
@@ -313,6 +320,15 @@ std::string to_artifact(const CompiledGrammar& cg) {
     w.varint(p.rhs.size());
     for (Symbol s : p.rhs)
       w.varint((static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.index())) << 1) | (s.is_terminal() ? 1 : 0));
+    w.varint(static_cast<std::uint64_t>(p.key + 2));
+    w.u8(p.role);
+  }
+  w.varint(g.keyed.size());
+  for (const KeyedGroup& k : g.keyed) {
+    w.varint(static_cast<std::uint32_t>(k.nt));
+    w.varint(k.n_keys);
+    w.varint(k.required.size());
+    for (std::uint32_t r : k.required) w.varint(r);
   }
   w.varint(g.terminals.size());
   for (const Terminal& t : g.terminals) {
@@ -450,6 +466,22 @@ std::shared_ptr<const CompiledGrammar> load_artifact(std::string_view data, std:
         prod.rhs.push_back(Symbol::nonterminal(static_cast<std::int32_t>(index)));
       }
     }
+    prod.key = static_cast<std::int32_t>(r.below(std::uint64_t{1} << 31, "production key")) - 2;
+    const std::size_t role_at = r.pos();
+    prod.role = r.u8("production role");
+    if (prod.role > kMinOnly) throw corrupt("production role " + std::to_string(prod.role) + " is not 0, 1 or 2", role_at);
+  }
+  at = r.pos();
+  const std::size_t groups = r.count("keyed group count");
+  if (groups > names) throw corrupt("more keyed groups than nonterminals", at);
+  g.keyed.resize(groups);
+  for (KeyedGroup& k : g.keyed) {
+    k.nt = static_cast<std::int32_t>(r.below(names, "keyed group nonterminal"));
+    k.n_keys = static_cast<std::uint32_t>(r.below(prods + 1, "keyed group key count"));
+    const std::size_t nreq = r.count("keyed group required count");
+    if (nreq > k.n_keys) throw corrupt("a keyed group requires more keys than it has", r.pos());
+    for (std::size_t i = 0; i < nreq; ++i)
+      k.required.push_back(static_cast<std::uint32_t>(r.below(k.n_keys, "keyed group required key")));
   }
 
   at = r.pos();

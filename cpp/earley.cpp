@@ -36,6 +36,7 @@ void EarleyParser::reset() {
   set_flags_.clear();
   wait_sig_.clear();
   costs_.clear();
+  keys_.clear();
   open_set();
   add(0, 0, 0, -1);
   bool ok = close_set();
@@ -65,7 +66,12 @@ void EarleyParser::open_set() {
   }
 }
 
-void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate) {
+void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate,
+                       std::uint32_t aux) {
+  // Keyed groups: an item that would add a key its group has already seen is never created, so
+  // no byte (and no token) can start a duplicate key (keyed.hpp).
+  const std::int32_t key = g_->productions[prod].key;
+  if (key >= 0 && aux != 0 && keys_.has(aux, static_cast<std::uint32_t>(key))) return;
   // Normalise the DFA state: items whose next symbol is a terminal carry one (the start state
   // when just predicted or advanced); all others carry -1.
   std::uint32_t pos = g_->rhs_begin[prod] + dot;
@@ -85,11 +91,11 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
     dstate = -1;
   }
   std::size_t mask = table_idx_.size() - 1;
-  std::size_t h = static_cast<std::size_t>(mix(prod, dot, origin, dstate)) & mask;
+  std::size_t h = static_cast<std::size_t>(mix(prod, dot, origin, dstate) ^ mix64(aux)) & mask;
   const std::size_t base = set_start_.back();
   while (table_gen_[h] == gen_) {
     const Item& o = items_[base + table_idx_[h]];
-    if (o.prod == prod && o.dot == dot && o.origin == origin && o.dstate == dstate) return;
+    if (o.prod == prod && o.dot == dot && o.origin == origin && o.dstate == dstate && o.aux == aux) return;
     h = (h + 1) & mask;
   }
   const std::size_t count = items_.size() - base;
@@ -98,7 +104,7 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
                         "the grammar is too ambiguous here: one parser step needs too many items");
   table_gen_[h] = gen_;
   table_idx_[h] = static_cast<std::uint32_t>(count);
-  items_.push_back(Item{prod, dot, origin, dstate});
+  items_.push_back(Item{prod, dot, origin, dstate, aux});
   if (prod == 0 && dot == 1 && origin == 0) set_flags_.back() |= kAcceptFlag;
   if (++table_count_ * 2 > table_idx_.size()) {
     // Grow and re-insert this set's items.
@@ -108,7 +114,7 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
     gen_ = 1;
     for (std::size_t i = base; i < items_.size(); ++i) {
       const Item& it = items_[i];
-      std::size_t k = static_cast<std::size_t>(mix(it.prod, it.dot, it.origin, it.dstate)) & (cap - 1);
+      std::size_t k = static_cast<std::size_t>(mix(it.prod, it.dot, it.origin, it.dstate) ^ mix64(it.aux)) & (cap - 1);
       while (table_gen_[k] == gen_) k = (k + 1) & (cap - 1);
       table_gen_[k] = gen_;
       table_idx_[k] = static_cast<std::uint32_t>(i - base);
@@ -132,6 +138,12 @@ bool EarleyParser::close_set() {
       // for empty derivations, which prediction already advanced (Aycock–Horspool).
       if (it.origin == k) continue;
       const std::int32_t lhs = g_->productions[it.prod].lhs;
+      // Keyed groups: a completed group passes its keys (its items' set plus the key this
+      // production adds) to the group's own recursion, and lets any other production advance
+      // past it only when every required key is among them (keyed.hpp).
+      const std::int32_t grp = g_->group_of[static_cast<std::size_t>(lhs)];
+      const std::uint32_t out = grp >= 0 ? out_keys(it) : 0;
+      const bool closes = grp < 0 || keys_.has_all(out, g_->keyed[static_cast<std::size_t>(grp)].required);
       const std::size_t ob = set_start_[it.origin], oe = set_start_[it.origin + 1];
       for (std::size_t j = ob; j < oe; ++j) {
         const Item& p = items_[j];
@@ -140,7 +152,13 @@ bool EarleyParser::close_set() {
           Symbol s = g_->rhs_flat[ppos];
           if (!s.is_terminal() && s.index() == lhs) {
             const Item pc = p;
-            add(pc.prod, pc.dot + 1, pc.origin, -1);
+            if (grp < 0) {
+              add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
+            } else if (g_->productions[pc.prod].lhs == lhs) {
+              add(pc.prod, pc.dot + 1, pc.origin, -1, out);  // K ::= K . sep m (dot was 0: aux 0)
+            } else if (closes) {
+              add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
+            }
           }
         }
       }
@@ -149,12 +167,12 @@ bool EarleyParser::close_set() {
     const Symbol s = g_->rhs_flat[pos];
     if (s.is_terminal()) {
       const Dfa& d = dfa(s.index());
-      if (it.dstate == d.start() && d.matches_empty()) add(it.prod, it.dot + 1, it.origin, -1);
+      if (it.dstate == d.start() && d.matches_empty()) add(it.prod, it.dot + 1, it.origin, -1, it.aux);
       continue;
     }
     const auto nt = static_cast<std::size_t>(s.index());
     for (std::int32_t p : g_->by_lhs[nt]) add(static_cast<std::uint32_t>(p), 0, static_cast<std::uint32_t>(k), -1);
-    if (g_->nullable[nt]) add(it.prod, it.dot + 1, it.origin, -1);
+    if (g_->nullable[nt]) add(it.prod, it.dot + 1, it.origin, -1, it.aux);  // groups are never nullable
   }
   // Signature of the items waiting on a nonterminal (see state_signature). Items are unique in
   // a set, so an order-independent sum of per-item hashes is canonical; an origin equal to this
@@ -165,7 +183,7 @@ bool EarleyParser::close_set() {
     const std::uint32_t pos = g_->rhs_begin[it.prod] + it.dot;
     if (pos >= g_->rhs_begin[it.prod + 1] || g_->rhs_flat[pos].is_terminal()) continue;
     const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
-    const std::uint64_t base = static_cast<std::uint64_t>(it.prod) << 32 | it.dot;
+    const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 32 | it.dot) ^ keys_.hash[it.aux];
     h1 += mix64(base ^ mix64(o.first));
     h2 += mix64(base * 0x9E3779B97F4A7C15ull ^ mix64(o.second + 0x632BE59BD9B4E019ull));
   }
@@ -184,7 +202,7 @@ std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
     }
     const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
     const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 40) ^ (static_cast<std::uint64_t>(it.dot) << 20) ^
-                               static_cast<std::uint32_t>(it.dstate);
+                               static_cast<std::uint32_t>(it.dstate) ^ mix64(keys_.hash[it.aux]);
     h1 += mix64(base ^ mix64(o.first + 1));
     h2 += mix64(base * 0xC2B2AE3D27D4EB4Full ^ mix64(o.second + 7));
   }
@@ -208,8 +226,8 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
       if (ns < 0) continue;
       const Item it = items_[i];
       const std::int32_t t = scanning_terminal(it);
-      add(it.prod, it.dot, it.origin, ns);
-      if (dfa(t).accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1);
+      add(it.prod, it.dot, it.origin, ns, it.aux);
+      if (dfa(t).accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1, it.aux);
     }
     return close_set();
   } catch (...) {
@@ -232,7 +250,7 @@ bool EarleyParser::push_token(std::int32_t token_id) {
       const Item it = items_[i];
       const std::int32_t t = scanning_terminal(it);
       if (t >= 0 && g_->terminals[static_cast<std::size_t>(t)].token_id == token_id)
-        add(it.prod, it.dot + 1, it.origin, -1);
+        add(it.prod, it.dot + 1, it.origin, -1, it.aux);
     }
     return close_set();
   } catch (...) {
@@ -269,6 +287,40 @@ bool EarleyParser::push_byte(std::uint8_t byte) {
   bool ok = push_states(states.data());
   states.swap(scratch_states_);
   return ok;
+}
+
+std::uint32_t EarleyParser::out_keys(const Item& it) {
+  const std::int32_t key = g_->productions[it.prod].key;
+  return key >= 0 ? keys_.with(it.aux, static_cast<std::uint32_t>(key)) : it.aux;
+}
+
+// The required keys an item of a keyed group's production will not hold once it completes:
+// each costs one more member (separator + member, the group's recursive production from index
+// 1). Zero for items outside groups. Never creates sets (const): the key the item adds is
+// tested on its own.
+std::uint64_t EarleyParser::missing_cost(const Item& it) const {
+  const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)];
+  if (grp < 0) return 0;
+  const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(grp)];
+  const std::int32_t key = g_->productions[it.prod].key;
+  std::uint64_t cost = 0;
+  for (std::uint32_t r : kg.required)
+    if (static_cast<std::int32_t>(r) != key && !keys_.has(it.aux, r))
+      cost = std::min(kInf, cost + g_->suffix_cost(static_cast<std::uint32_t>(kg.rec_prod[r]), 1));
+  return cost;
+}
+
+void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t cap) const {
+  const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)];
+  if (grp < 0) return;
+  const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(grp)];
+  const std::int32_t key = g_->productions[it.prod].key;
+  for (std::uint32_t r : kg.required) {
+    if (static_cast<std::int32_t>(r) == key || keys_.has(it.aux, r)) continue;
+    const auto p = static_cast<std::uint32_t>(kg.rec_prod[r]);
+    for (std::uint32_t q = g_->rhs_begin[p] + 1; q < g_->rhs_begin[p + 1]; ++q)
+      g_->append_min_string(g_->rhs_flat[q], dfas_, out, cap);
+  }
 }
 
 std::array<std::uint64_t, 4> EarleyParser::next_bytes() const {
@@ -314,7 +366,7 @@ void EarleyParser::ensure_costs() {
         if (p.prod != 0) {
           const std::int32_t lhs = g_->productions[p.prod].lhs;
           const NtCost* pc = p.origin < j ? lookup(costs_[p.origin], lhs) : lookup(cur, lhs);
-          parent = pc ? pc->cost : kInf;
+          parent = pc ? std::min(kInf, pc->cost + missing_cost(p)) : kInf;
         }
         if (parent >= kInf) continue;
         const std::uint64_t total = std::min(kInf, g_->suffix_cost(p.prod, p.dot + 1) + parent);
@@ -337,7 +389,7 @@ std::string EarleyParser::shortest_completion(std::size_t cap) {
     if (it.prod == 0) return 0;
     const std::int32_t lhs = g_->productions[it.prod].lhs;
     for (const auto& c : costs_[it.origin])
-      if (c.nt == lhs) return c.cost;
+      if (c.nt == lhs) return std::min(kInf, c.cost + missing_cost(it));
     return kInf;
   };
   std::uint64_t best = kInf;
@@ -380,6 +432,7 @@ std::string EarleyParser::shortest_completion(std::size_t cap) {
     for (const auto& x : costs_[it.origin])
       if (x.nt == lhs) c = &x;
     CORRAL_CHECK(c && c->cost < kInf, "broken completion chain");
+    append_missing(it, out, cap);
     it = items_[c->via];
     emit_rest(it, it.dot + 1);
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "grammar.hpp"
+#include "keyed.hpp"
 
 namespace corral {
 
@@ -26,6 +27,7 @@ struct Item {
   std::uint32_t dot;
   std::uint32_t origin;
   std::int32_t dstate;  // DFA state of the terminal after the dot; -1 when none
+  std::uint32_t aux = 0;  // keyed groups: id of the set of keys seen (KeySets, keyed.hpp)
 };
 
 class EarleyParser {
@@ -86,7 +88,12 @@ class EarleyParser {
   void open_set();
   bool close_set();  // closure of the newest set; false (and popped) when empty
   void abandon_set();
-  void add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate);
+  void add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate, std::uint32_t aux = 0);
+  /// Keyed groups: the extra completion cost of an item of a group's production (the
+  /// required keys its completion would still lack), and those members' shortest text.
+  std::uint64_t missing_cost(const Item& it) const;
+  void append_missing(const Item& it, std::string& out, std::size_t cap) const;
+  std::uint32_t out_keys(const Item& it);
   void ensure_costs();
 
   static constexpr std::uint8_t kAcceptFlag = 1, kSlotFlag = 2;
@@ -99,6 +106,9 @@ class EarleyParser {
   std::vector<std::size_t> set_start_;
   std::vector<std::uint8_t> set_flags_;  // per set: kAcceptFlag | kSlotFlag
   bool slot_seen_ = false;
+  // The seen-key sets items of keyed groups refer to (the matcher's only state besides the
+  // item sets; cleared by reset()).
+  KeySets keys_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_sig_;  // per set
   // Dedup table for the set being built: open addressing over item indices, invalidated by
   // bumping a generation counter instead of clearing.

@@ -26,8 +26,19 @@
 
 namespace corral {
 
+/// A keyed member group (`%keyed(...)`, see keyed.hpp): the body of a rule that matches one or
+/// more members separated by `sep`, in any order, each declared member at most once, the
+/// `required` ones all present, and the `extra` member (undeclared keys) any number of times.
+struct KeyedAst {
+  NodePtr sep;
+  std::vector<NodePtr> members;        // declared members, key index = position
+  std::vector<std::uint32_t> required;  // key indices, ascending
+  NodePtr extra;                       // null: no undeclared members
+};
+
 struct RuleAst {
   std::string name;
+  std::shared_ptr<const KeyedAst> keyed;  // set: the rule is a keyed group (body is a placeholder)
   NodePtr body;      // null while only referenced, never defined
   std::size_t pos = 0;       // offset of the definition
   std::size_t ref_pos = 0;   // offset of the first reference (for "undefined rule" errors)
@@ -91,9 +102,28 @@ struct Symbol {
   std::int32_t index() const { return v < 0 ? ~v : v; }
 };
 
+/// Production::key values besides a declared key index.
+inline constexpr std::int32_t kNoKey = -1, kExtraKey = -2;
+/// Production::role: keyed groups parse with productions that shortest-string tables must not
+/// use (they would close an object before its required keys) and give those tables one
+/// production the parser never predicts (the required members in order).
+enum ProductionRole : std::uint8_t { kParseAndMin = 0, kParseOnly = 1, kMinOnly = 2 };
+
 struct Production {
   std::int32_t lhs = 0;
   std::vector<Symbol> rhs;
+  std::int32_t key = kNoKey;  // keyed-group member production: the key it adds (keyed.hpp)
+  std::uint8_t role = kParseAndMin;
+};
+
+/// A keyed group after lowering (keyed.hpp): nonterminal `nt` carries a set of seen keys.
+struct KeyedGroup {
+  std::int32_t nt = -1;
+  std::uint32_t n_keys = 0;
+  std::vector<std::uint32_t> required;  // ascending key indices < n_keys
+  // Derived by finalize: per key, the production `nt ::= nt sep member_key` (its symbols from
+  // index 1 spell "one more member"), used by shortest completions to add missing keys.
+  std::vector<std::int32_t> rec_prod;
 };
 
 struct Terminal {
@@ -120,8 +150,10 @@ class Grammar {
   std::vector<std::string> names;          // per nonterminal
   std::vector<Production> productions;     // production 0 is `start ::= root`
   std::vector<Terminal> terminals;
+  std::vector<KeyedGroup> keyed;           // keyed groups (keyed.hpp)
 
   // Derived tables (filled by finalize()).
+  std::vector<std::int32_t> group_of;              // per nonterminal: keyed group index or -1
   std::vector<std::vector<std::int32_t>> by_lhs;   // productions of each nonterminal
   std::vector<std::uint8_t> nullable;              // per nonterminal
   std::vector<std::uint64_t> min_len;              // per nonterminal: shortest derivation (bytes)

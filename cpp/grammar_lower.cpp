@@ -19,6 +19,7 @@
 #include "automaton_memo.hpp"
 #include "compile_times.hpp"
 #include "grammar.hpp"
+#include "keyed.hpp"
 
 namespace corral {
 namespace {
@@ -56,6 +57,10 @@ class Lowerer {
       auto [rule, nt] = pending_.back();
       pending_.pop_back();
       budget_.check("lowering the grammar");
+      if (ast_.rules[static_cast<std::size_t>(rule)].keyed) {
+        lower_keyed(*ast_.rules[static_cast<std::size_t>(rule)].keyed, nt);
+        continue;
+      }
       add_alternatives(nt, lower_alts(inlined(rule)));
     }
     build_dfas();
@@ -98,7 +103,7 @@ class Lowerer {
             }
           }
         } else {
-          bool reg = !cyclic[ru];
+          bool reg = !cyclic[ru] && !ast_.rules[ru].keyed;  // a keyed group is never regular
           for (std::int32_t c : refs[ru]) reg = reg && regular_[static_cast<std::size_t>(c)] && !cyclic[static_cast<std::size_t>(c)];
           regular_[ru] = reg;
           state[ru] = 2;
@@ -113,7 +118,7 @@ class Lowerer {
       changed = false;
       for (std::size_t i = 0; i < n; ++i) {
         if (!regular_[i]) continue;
-        bool reg = !cyclic[i];
+        bool reg = !cyclic[i] && !ast_.rules[i].keyed;
         for (std::int32_t c : refs[i]) reg = reg && regular_[static_cast<std::size_t>(c)];
         if (!reg) {
           regular_[i] = 0;
@@ -273,6 +278,52 @@ class Lowerer {
                             "the lowered grammar has too many productions");
       g_.productions.push_back(Production{nt, std::move(a)});
     }
+  }
+
+  // A keyed group (keyed.hpp): K ::= m_j | K (sep m_j) per member (tagged with its key), plus,
+  // when some key is required, the min-only production of the required members in order.
+  // `sep m_j` is lowered as one sequence so the separator merges with the member's key into
+  // one terminal (`,"name":`): a token like `, "` then stays inside a terminal instead of
+  // needing the parser at the separator's end on every mask.
+  void lower_keyed(const KeyedAst& k, std::int32_t nt) {
+    const NodePtr sep = substitute(k.sep);
+    const Seq sep_seq = lower_seq(sep);
+    KeyedGroup grp;
+    grp.nt = nt;
+    grp.n_keys = static_cast<std::uint32_t>(k.members.size());
+    grp.required = k.required;
+    const std::uint8_t role = k.required.empty() ? kParseAndMin : kParseOnly;
+    std::vector<Seq> seqs;
+    auto add_member = [&](const NodePtr& member, const Seq& m, std::int32_t key) {
+      Seq rec{Symbol::nonterminal(nt)};
+      const Seq more = lower_seq(make_concat({sep, member}));
+      rec.insert(rec.end(), more.begin(), more.end());
+      add_alternatives(nt, {m, rec});
+      for (std::size_t i = g_.productions.size() - 2; i < g_.productions.size(); ++i) {
+        g_.productions[i].key = key;
+        g_.productions[i].role = role;
+      }
+    };
+    for (std::size_t j = 0; j < k.members.size(); ++j) {
+      const NodePtr member = substitute(k.members[j]);
+      seqs.push_back(lower_seq(member));
+      add_member(member, seqs.back(), static_cast<std::int32_t>(j));
+    }
+    if (k.extra) {
+      const NodePtr extra = substitute(k.extra);
+      add_member(extra, lower_seq(extra), kExtraKey);
+    }
+    if (!k.required.empty()) {
+      Seq all;
+      for (std::size_t i = 0; i < k.required.size(); ++i) {
+        if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());
+        const Seq& m = seqs[k.required[i]];
+        all.insert(all.end(), m.begin(), m.end());
+      }
+      add_alternatives(nt, {all});
+      g_.productions.back().role = kMinOnly;
+    }
+    g_.keyed.push_back(std::move(grp));
   }
 
   Symbol rule_symbol(std::int32_t r) {
@@ -630,6 +681,12 @@ void Grammar::finalize() {
       return sum;
     };
     for (std::size_t p = 0; p < np; ++p) {
+      // Keyed groups: productions that parse but could close an object without its required
+      // keys never define a shortest string (keyed.hpp).
+      if (productions[p].role == kParseOnly) {
+        waiting[p] = 0xFFFFFFFFu;
+        continue;
+      }
       for (Symbol s : productions[p].rhs) waiting[p] += s.is_terminal() ? 0 : 1;
       if (waiting[p] == 0) {
         const std::uint64_t c = cost(p);
@@ -673,10 +730,12 @@ void Grammar::finalize() {
 
   by_lhs.assign(n, {});
   for (std::size_t p = 0; p < productions.size(); ++p)
-    by_lhs[static_cast<std::size_t>(productions[p].lhs)].push_back(static_cast<std::int32_t>(p));
+    if (productions[p].role != kMinOnly)  // read by shortest-string tables only (keyed.hpp)
+      by_lhs[static_cast<std::size_t>(productions[p].lhs)].push_back(static_cast<std::int32_t>(p));
 
   nullable.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) nullable[i] = min_len[i] == 0;
+  finalize_keyed(*this);
 
   // followable: fixpoint over "X can be followed by a non-empty string". A symbol can produce
   // a non-empty string unless its language is exactly {""}.
@@ -826,7 +885,7 @@ std::string Grammar::to_string() const {
     out += names[nt] + " ::=";
     bool first = true;
     for (std::size_t p = 0; p < productions.size(); ++p) {
-      if (static_cast<std::size_t>(productions[p].lhs) != nt) continue;
+      if (static_cast<std::size_t>(productions[p].lhs) != nt || productions[p].role == kMinOnly) continue;
       out += first ? " " : " | ";
       first = false;
       if (productions[p].rhs.empty()) out += "\"\"";
@@ -840,6 +899,12 @@ std::string Grammar::to_string() const {
         }
         else out += names[static_cast<std::size_t>(s.index())];
       }
+    }
+    if (group_of.size() > nt && group_of[nt] >= 0) {
+      // The key bookkeeping is not grammar syntax: say what the productions above mean.
+      const KeyedGroup& k = keyed[static_cast<std::size_t>(group_of[nt])];
+      out += "  # keyed group (keyed.hpp): " + std::to_string(k.n_keys) + " keys, each at most once; required:";
+      for (std::uint32_t r : k.required) out += " " + std::to_string(r);
     }
     out += "\n";
   }

@@ -46,6 +46,11 @@ class GrammarParser {
       }
       r.pos = name_pos;
       skip_ws();
+      if (peek() == '%') {
+        parse_keyed(idx);
+        skip_ws();
+        continue;
+      }
       NodePtr body = parse_alternatives(0);
       ast_.rules[static_cast<std::size_t>(idx)].body = body;
       skip_ws();
@@ -130,6 +135,47 @@ class GrammarParser {
         break;
       }
     }
+  }
+
+  // `%keyed(sep; member, !member, ...; extra)` as a whole rule body (keyed.hpp): `!` marks a
+  // required member, the optional third part is the member for undeclared keys. The rule's
+  // body becomes a placeholder that references every part and the rule itself, so the
+  // regularity analysis (which only reads bodies) treats it as recursive.
+  void parse_keyed(std::int32_t idx) {
+    const std::size_t start = pos_;
+    if (!consume("%keyed")) fail("expected `%keyed(` (the only `%` form)");
+    skip_ws();
+    if (!consume("(")) fail("expected `(` after %keyed");
+    const bool outer = in_keyed_;
+    in_keyed_ = true;
+    auto k = std::make_shared<KeyedAst>();
+    auto expr = [&](const char* what) {
+      skip_ws();
+      const std::size_t at = pos_;
+      NodePtr n = parse_alternatives(1);
+      if (n->kind == NodeKind::Empty && pos_ == at) fail(std::string("expected ") + what + " in %keyed(...)");
+      skip_ws();
+      return n;
+    };
+    k->sep = expr("a separator");
+    if (!consume(";")) fail("expected `;` after the %keyed separator");
+    while (true) {
+      skip_ws();
+      const bool req = consume("!");
+      if (req) k->required.push_back(static_cast<std::uint32_t>(k->members.size()));
+      k->members.push_back(expr("a member"));
+      if (!consume(",")) break;
+    }
+    if (consume(";")) k->extra = expr("the member for undeclared keys");
+    if (!consume(")")) fail("expected `)` to close %keyed( opened at " + where(start));
+    in_keyed_ = outer;
+    std::vector<NodePtr> parts{k->sep};
+    parts.insert(parts.end(), k->members.begin(), k->members.end());
+    if (k->extra) parts.push_back(k->extra);
+    parts.push_back(make_rule_ref(idx, start));
+    RuleAst& r = ast_.rules[static_cast<std::size_t>(idx)];
+    r.body = make_alt(std::move(parts), start);
+    r.keyed = std::move(k);
   }
 
   std::string parse_name() {
@@ -219,6 +265,7 @@ class GrammarParser {
       if (at_end()) break;
       unsigned char c = peek();
       if (c == '|' || c == ')' || c == '&' || c == '-') break;
+      if (in_keyed_ && (c == ',' || c == ';')) break;
       if (at_rule_start()) break;
       NodePtr atom = parse_atom(depth);
       items.push_back(parse_quantifiers(atom, depth));
@@ -601,6 +648,7 @@ class GrammarParser {
   std::string_view s_;
   const Limits& limits_;
   std::size_t pos_ = 0;
+  bool in_keyed_ = false;  // inside %keyed(...): `,` and `;` end an expression
   GrammarAst ast_;
   std::unordered_map<std::string, std::int32_t> index_;
   std::vector<Operand> operands_;

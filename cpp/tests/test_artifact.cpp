@@ -138,7 +138,7 @@ TEST(artifact_refusals_have_reasons) {
   EXPECT_EQ(reason_of("{\"type\": \"object\"}", v), std::string("bad_magic"));
   EXPECT_EQ(reason_of(good, art_vocab("zz")), std::string("wrong_vocabulary"));
   std::string ver = good;
-  ver[8] = 2;
+  ver[8] = static_cast<char>(kArtifactFormatVersion + 1);  // a version this engine does not read
   EXPECT_EQ(reason_of(ver, v), std::string("unsupported_version"));
   std::string eng = good;
   eng[41 + 7] ^= 0x01;  // a character of the engine version string (after its length byte)

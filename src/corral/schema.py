@@ -230,6 +230,7 @@ def compile_json_schema(
     max_whitespace: int = 16,
     indent: int = 2,
     extra_properties: Literal["schema", "spec"] = "schema",
+    property_order: Literal["schema", "any"] | None = None,
     strict: bool = False,
     escapes: Literal["any", "canonical"] = "any",
     **options_and_limits: Any,
@@ -246,6 +247,10 @@ def compile_json_schema(
     extra_properties : {"schema", "spec"}
         "schema" (default): undeclared properties only where ``additionalProperties`` allows
         them explicitly. "spec": the JSON Schema default (any undeclared property).
+    property_order : {"schema", "any"} or None
+        "schema": declared properties in the schema's order. "any": in any order, each at most
+        once, ``required`` enforced (exact in the mask). None (default): "any" with
+        ``extra_properties="spec"``, else "schema".
     strict : bool
         Refuse keywords the grammar cannot enforce instead of checking them after decoding.
     escapes : {"any", "canonical"}
@@ -269,6 +274,7 @@ def compile_json_schema(
         max_whitespace=max_whitespace,
         indent=indent,
         extra_properties=extra_properties,
+        property_order=property_order,
         strict=strict,
         escapes=escapes,
         **budgets,

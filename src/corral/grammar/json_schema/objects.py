@@ -8,8 +8,12 @@ Out: the grammar of the object: declared members in schema order, each optional 
      required, plus the extra-key classes, as a counting machine (containers.ObjectMembers,
      capped at ``SchemaOptions.max_machine_states``) when counts or dependencies need one.
 
-Invariants: members are generated in schema order, so two schemas differing only in property
-order give different grammars. A declared name matching ``patternProperties`` gets those
+With ``property_order="any"`` (SchemaOptions.any_order) an object without binding counts or
+dependencies is instead one keyed member group (``%keyed``, cpp/keyed.hpp): declared members in
+any order, each at most once, required ones enforced by the matcher's seen-key set.
+
+Invariants: in schema order, members are generated in schema order, so two schemas differing
+only in property order give different grammars. A declared name matching ``patternProperties`` gets those
 schemas too; names ``propertyNames`` rejects are never generated; names a dependency mentions
 become declared (optional) members so their presence is tracked; an extra key is never a second
 copy of a declared name. Over the state budget the machine drops a dimension (dependencies
@@ -190,6 +194,16 @@ class ObjectsMixin(ConverterCore):
         # Bounds that cannot bind are left out of the machine (fewer states).
         count_lo = lo if lo > n_required else 0
         count_hi = hi if hi is not None and (extra is not None or hi < len(members)) else None
+        if self.opt.any_order and len(members) + (extra is not None) >= 2:
+            if not dep_index and not count_lo and count_hi is None:
+                return self.any_order_object(schema, pointer, members, extra, n_required == 0, dep_keywords)
+            self.note(
+                _ptr(pointer, "properties"),
+                "properties",
+                "enforced",
+                "declared properties in schema order only: minProperties/maxProperties or "
+                "dependencies need the counting machine",
+            )
         machine = ObjectMembers(
             members=[Member(text, is_req) for _, text, is_req in members],
             extra=extra,
@@ -247,6 +261,40 @@ class ObjectsMixin(ConverterCore):
         if start is None:
             raise _NoValue("no object satisfies the property constraints", pointer)
         return f'"{{" {ws} {start} {ws} "}}"'
+
+    def any_order_object(
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        members: list[tuple[str, str, bool]],
+        extra: str | None,
+        empty_ok: bool,
+        dep_keywords: dict[str, str | None],
+    ) -> str:
+        """The object as a keyed member group (``%keyed``, cpp/keyed.hpp): declared members in
+        any order, each at most once, the required ones all present, undeclared ones (when
+        allowed) anywhere. The matcher keeps the set of keys each open object has seen, so the
+        grammar has two productions per property instead of a state per subset of them."""
+        opening, sep, closing, _colon = self.layout()
+        parts = ", ".join(f"{'!' if req else ''}( {text} )" for _, text, req in members)
+        tail = f"; ( {extra} )" if extra is not None else ""
+        group = self.new_rule("keyed")
+        self.rules[group] = f"%keyed( {sep} ; {parts}{tail} )"
+        for key in ("properties", "required", "additionalProperties"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        for key in ("minProperties", "maxProperties"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        for key, detail in dep_keywords.items():  # none binds here (no dependency between members)
+            if detail is None:
+                self.note(_ptr(pointer, key), key, "enforced")
+            else:
+                self.cannot_enforce(_ptr(pointer, key), key, detail)
+        alts = [f'"{{" {opening} {group} {closing} "}}"']
+        if empty_ok:
+            alts.insert(0, '"{" "}"' if self.pretty else f'"{{" {self.ws} "}}"')
+        return " | ".join(alts)
 
     def dependency_map(
         self, schema: dict[str, Any], pointer: str

@@ -56,6 +56,16 @@ class SchemaOptions:
         ``properties`` (or by a ``patternProperties`` pattern) are generated only when
         ``additionalProperties`` explicitly allows them.
         ``"spec"``: follow the JSON Schema default (undeclared properties of any value).
+    property_order : {"schema", "any"} or None
+        ``"schema"``: declared properties come in the schema's order (what generation wants:
+        the model writes them as the schema lists them). ``"any"``: declared properties in any
+        order, each at most once, undeclared ones (where allowed) anywhere, ``required`` still
+        enforced — what the JSON Schema spec accepts, exact in the mask (a keyed member group:
+        the matcher remembers the keys each open object has seen, so the grammar stays linear in
+        the number of properties). ``None`` (default): ``"any"`` with
+        ``extra_properties="spec"``, else ``"schema"``. Objects whose
+        ``minProperties``/``maxProperties`` bind or that have dependencies keep schema order
+        (reported as a note).
     strict : bool
         ``True``: a keyword the grammar cannot enforce is an error. ``False`` (default): it is
         checked after decoding and listed in the report; unknown ``format`` names are then plain
@@ -131,6 +141,7 @@ class SchemaOptions:
     max_whitespace: int = 16
     indent: int = 2
     extra_properties: Literal["schema", "spec"] = "schema"
+    property_order: Literal["schema", "any"] | None = None
     strict: bool = False
     escapes: Literal["any", "canonical"] = "any"
     max_product_states: int = 6000
@@ -152,6 +163,8 @@ class SchemaOptions:
             raise ValueError("max_whitespace must be an integer in [0, 256]")
         if self.extra_properties not in ("schema", "spec"):
             raise ValueError("extra_properties must be 'schema' or 'spec'")
+        if self.property_order not in (None, "schema", "any"):
+            raise ValueError(f"property_order must be 'schema', 'any' or None, got {self.property_order!r}")
         if self.escapes not in ("any", "canonical"):
             raise ValueError("escapes must be 'any' or 'canonical'")
         for name, (low, high) in _BUDGET_RANGES.items():
@@ -163,6 +176,13 @@ class SchemaOptions:
         ms = self.max_convert_ms
         if ms is not None and (isinstance(ms, bool) or not isinstance(ms, int) or ms < 1):
             raise ValueError(f"max_convert_ms must be a positive integer (milliseconds) or None, got {ms!r}")
+
+    @property
+    def any_order(self) -> bool:
+        """Are declared properties accepted in any order (``property_order`` resolved)?"""
+        if self.property_order is None:
+            return self.extra_properties == "spec"
+        return self.property_order == "any"
 
     @classmethod
     def budget_names(cls) -> tuple[str, ...]:

@@ -1,0 +1,351 @@
+"""``property_order="any"``: declared properties in any order, each at most once, ``required``
+enforced — exact in the mask (keyed member groups, cpp/keyed.hpp).
+
+Checked against the ``jsonschema`` package on permuted instances (undeclared keys first, e.g.
+``"$schema"``), near misses (a duplicate key, a required key missing) refused in the mask on
+real tokenizers, masked random walks that only produce instances ``jsonschema`` accepts, masks
+equal to the parser's verdict token by token, artifacts round-tripping the construct, and
+``property_order="schema"`` grammars identical to the converter's output before the option
+existed (golden digests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from typing import Any
+
+import jsonschema
+import pytest
+from helpers import byte_tokenizer, mask_matches_accept, random_walk
+
+import corral
+from corral.engine import CompiledGrammar, compile_grammar
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 8},
+        "age": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+        "home": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "string", "pattern": "^[0-9]{3}$"}},
+            "required": ["zip"],
+        },
+    },
+    "required": ["name", "age"],
+}
+CLOSED = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}, "c": {"const": "x"}},
+    "required": ["c"],
+    "additionalProperties": False,
+}
+TYPED_EXTRA = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "kind": {"enum": ["u", "v"]}},
+    "required": ["id"],
+    "additionalProperties": {"type": "number"},
+}
+PATTERNED = {
+    "type": "object",
+    "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+    "patternProperties": {"^z": {"type": "boolean"}},
+    "additionalProperties": False,
+    "required": ["y"],
+}
+SCHEMAS = [PERSON, CLOSED, TYPED_EXTRA, PATTERNED]
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def _valid(schema: Any, text: str) -> bool:
+    """The oracle: jsonschema's verdict on `text`, with a duplicate key counting as invalid (the
+    object it denotes is ambiguous; corral never produces one)."""
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates)
+    except ValueError:
+        return False
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
+def _accepts(g: CompiledGrammar, text: str) -> bool:
+    m = g.matcher()
+    return m.accept_bytes(text.encode()) and m.is_accepting()
+
+
+def _object(pairs: list[tuple[str, str]], sep: str = ", ", colon: str = ": ") -> str:
+    return "{" + sep.join(f"{json.dumps(k)}{colon}{v}" for k, v in pairs) + "}"
+
+
+# Member pairs (key, JSON text) per schema: some valid values, some wrong-typed ones, undeclared
+# keys; instances are subsets of these in every order (the oracle decides which are valid).
+PAIRS: dict[int, list[tuple[str, str]]] = {
+    id(PERSON): [
+        ("name", '"Ann"'),
+        ("age", "41"),
+        ("tags", '["a"]'),
+        ("home", '{"city": "Oslo", "zip": "123"}'),
+        ("$schema", '"urn:x"'),
+    ],
+    id(CLOSED): [("a", "1"), ("b", "true"), ("c", '"x"'), ("d", "null")],
+    id(TYPED_EXTRA): [("kind", '"u"'), ("id", "7"), ("$schema", "2.5"), ("w", '"str"')],
+    id(PATTERNED): [("x", "1"), ("y", "2"), ("zeta", "false"), ("q", "3")],
+}
+
+
+def _instances(schema: dict[str, Any], limit: int = 400) -> list[str]:
+    pairs = PAIRS[id(schema)]
+    out: list[str] = []
+    for r in range(len(pairs) + 1):
+        for subset in itertools.combinations(pairs, r):
+            for perm in itertools.permutations(subset):
+                out.append(_object(list(perm)))
+    rng = random.Random(7)
+    rng.shuffle(out)
+    out = out[:limit]
+    # Near misses: a declared key twice; nested required missing; compact layout.
+    first = pairs[0]
+    out.append(_object([first, *pairs[1:3], first]))
+    out.append(_object([pairs[1], first, (first[0], pairs[1][1])]))
+    out += [_object(list(reversed(pairs)), sep=",", colon=":")]
+    if schema is PERSON:
+        out.append(_object([("name", '"A"'), ("age", "1"), ("home", '{"city": "Oslo"}')]))
+        out.append(_object([("name", '"A"'), ("age", "1"), ("home", '{"zip": "123", "zip": "456"}')]))
+    return out
+
+
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+def test_any_order_matches_jsonschema_on_permutations(index: int) -> None:
+    schema = SCHEMAS[index]
+    tok = byte_tokenizer()
+    # The oracle follows the spec: undeclared properties are allowed unless the schema says not.
+    g = corral.compile_json_schema(schema, tok, extra_properties="spec", property_order="any")
+    assert "%keyed" in g.grammar_source
+    checked = {True: 0, False: 0}
+    for text in _instances(schema):
+        want = _valid(schema, text)
+        assert _accepts(g, text) == want, f"{text}: jsonschema says {want}"
+        checked[want] += 1
+    assert checked[True] >= 10 and checked[False] >= 10, checked
+
+
+def test_spec_extra_properties_defaults_to_any_order() -> None:
+    tok = byte_tokenizer()
+    g = corral.compile_json_schema(PERSON, tok, extra_properties="spec")
+    text = '{"$schema": "u", "age": 1, "name": "x"}'
+    assert _valid(PERSON, text) and _accepts(g, text)
+    assert not _accepts(g, '{"age": 1, "name": "x", "age": 2}')
+    plain = corral.compile_json_schema(PERSON, tok)
+    assert not _accepts(plain, '{"age": 1, "name": "x"}')  # generation default: schema order
+    assert _accepts(plain, '{"name": "x", "age": 1}')
+
+
+def test_pretty_layout_any_order() -> None:
+    tok = byte_tokenizer()
+    g = corral.compile_json_schema(CLOSED, tok, whitespace="pretty", property_order="any")
+    for pairs in itertools.permutations([("a", 1), ("b", True), ("c", "x")]):
+        text = json.dumps(dict(pairs), indent=2)
+        assert _accepts(g, text), text
+    assert not _accepts(g, json.dumps({"a": 1, "b": True}, indent=2))  # c is required
+    assert _accepts(g, json.dumps({"c": "x"}, indent=2))
+
+
+def test_counts_and_dependencies_keep_schema_order_and_say_so() -> None:
+    tok = byte_tokenizer()
+    schema = {**CLOSED, "minProperties": 2}
+    g = corral.compile_json_schema(schema, tok, property_order="any")
+    assert any("schema order only" in e.detail for e in g.report.entries)
+    assert _accepts(g, '{"a": 1, "c": "x"}')
+    assert not _accepts(g, '{"c": "x"}')
+
+
+def test_property_order_option_is_validated() -> None:
+    with pytest.raises(ValueError, match="property_order"):
+        corral.compile_json_schema(PERSON, byte_tokenizer(), property_order="sorted")  # type: ignore[arg-type]
+
+
+def _real_tokenizers(request: pytest.FixtureRequest) -> list[corral.Tokenizer]:
+    return [request.getfixturevalue("smollm2"), request.getfixturevalue("llama32")]
+
+
+def _prefix_matcher(g: CompiledGrammar, text: str) -> corral.Matcher:
+    m = g.matcher()
+    assert m.accept_bytes(text.encode()), text
+    return m
+
+
+def test_near_misses_refused_in_the_mask(request: pytest.FixtureRequest) -> None:
+    for tok in _real_tokenizers(request):
+        g = corral.compile_json_schema(PERSON, tok, extra_properties="spec")
+        index = {b: i for i, b in enumerate(tok.token_bytes) if b}
+
+        def allowed_after(prefix: str, g: CompiledGrammar = g, tok: corral.Tokenizer = tok) -> set[int]:
+            mask = corral.allocate_bitmask(1, tok)
+            _prefix_matcher(g, prefix).fill_next_token_bitmask(mask, 0)
+            return set(corral.allowed_tokens(mask[0], tok))
+
+        # Duplicate key: the closing quote of a second "name" is refused, a longer undeclared
+        # key with the same start is not.
+        ids = allowed_after('{"age": 1, "name": "x", "name')
+        assert index[b'"'] not in ids
+        assert index[b"s"] in ids  # "names" is an undeclared key
+        # A required key missing: the object cannot close; with both present it can.
+        assert index[b"}"] not in allowed_after('{"age": 1')
+        assert index[b"}"] in allowed_after('{"age": 1, "name": "x"')
+        assert index[b"}"] in allowed_after('{"$schema": "s", "name": "x", "age": 1')
+        # Both directions against the parser at those states, on a token sample.
+        rng = random.Random(3)
+        sample = rng.sample(range(tok.vocab_size), 3000) + [index[b'"'], index[b"}"], index[b","]]
+        for prefix in ['{"age": 1, "name": "x", "name', '{"age": 1', '{"tags": [], "age": 1, ', '{"home": {']:
+            mask_matches_accept(_prefix_matcher(g, prefix), tok, sample)
+
+
+def test_random_walks_produce_only_valid_instances(request: pytest.FixtureRequest) -> None:
+    for tok in _real_tokenizers(request):
+        for schema in (PERSON, PATTERNED):
+            g = corral.compile_json_schema(schema, tok, extra_properties="spec", escapes="canonical")
+            rng = random.Random(11)
+            for _ in range(5):
+                out, _eos = random_walk(g, rng, max_steps=40, eos_weight=0.3)
+                text = out.decode()
+                assert _valid(schema, text), text
+
+
+def test_valid_permutations_never_forbidden(request: pytest.FixtureRequest) -> None:
+    """Every token of canonically tokenized valid permutations is allowed by the mask."""
+    for tok in _real_tokenizers(request):
+        g = corral.compile_json_schema(PERSON, tok, extra_properties="spec")
+        mask = corral.allocate_bitmask(1, tok)
+        texts = [t for t in _instances(PERSON, limit=120) if _valid(PERSON, t)][:12]
+        assert len(texts) >= 10
+        for text in texts:
+            m = g.matcher()
+            for t in tok.encode(text):
+                m.fill_next_token_bitmask(mask, 0)
+                assert t in set(corral.allowed_tokens(mask[0], tok)), (text, tok.token_bytes[t])
+                assert m.accept_token(t)
+            assert m.is_accepting(), text
+
+
+def test_shortest_completion_adds_missing_required_keys() -> None:
+    tok = byte_tokenizer()
+    g = corral.compile_json_schema(PERSON, tok, extra_properties="spec")
+    prefixes = [
+        '{"age": 1',
+        '{"tags": ["a"], ',
+        '{"home": {"city": "x"',
+        '{"home": {"zip": "123"}, "name": "n"',
+        "{",
+    ]
+    for prefix in prefixes:
+        m = _prefix_matcher(g, prefix)
+        text = prefix + m.shortest_completion().decode()
+        assert _valid(PERSON, text), text
+
+
+KEYED_GRAMMAR = (
+    'root ::= "{" body "}" | "{}"\n'
+    'body ::= %keyed(","; "a:" [0-9], !"b:" [0-9], "c:" root; "x" [a-z] ":" [0-9])\n'
+)
+
+
+def test_keyed_grammar_text_and_artifact_round_trip() -> None:
+    tok = byte_tokenizer()
+    g = compile_grammar(KEYED_GRAMMAR, tok)
+    cases = {
+        "{b:1}": True,
+        "{a:1,b:2}": True,
+        "{b:2,a:1}": True,
+        "{a:1}": False,
+        "{a:1,a:2,b:1}": False,
+        "{xq:1,b:2,xq:3}": True,
+        "{c:{b:1},b:1}": True,
+        "{c:{a:1},b:1}": False,
+        "{}": True,
+        "{b:1,c:{b:2,c:{b:3}},a:4}": True,
+        "{b:1,b:1}": False,
+    }
+    assert "keyed group" in g.grammar_text  # the printed grammar says what it cannot spell
+    loaded = CompiledGrammar.from_bytes(g.to_bytes(), tok)
+    for text, want in cases.items():
+        assert _accepts(g, text) == want, text
+        assert _accepts(loaded, text) == want, text
+    rng = random.Random(5)
+    for _ in range(20):
+        a, b = g.matcher(), loaded.matcher()
+        for _step in range(30):
+            ma, mb = corral.allocate_bitmask(1, tok), corral.allocate_bitmask(1, tok)
+            a.fill_next_token_bitmask(ma, 0)
+            b.fill_next_token_bitmask(mb, 0)
+            assert (ma == mb).all()
+            ids = [i for i in corral.allowed_tokens(ma[0], tok) if i not in tok.eos_ids]
+            if not ids:
+                break
+            t = rng.choice(ids)
+            assert a.accept_token(t) and b.accept_token(t)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'root ::= %keyed(","; )',
+        'root ::= %keyed("," "a")',
+        'root ::= %keyed(","; "a"',
+        'root ::= %other(","; "a")',
+        'root ::= %keyed(","; "a" | "")',
+    ],
+)
+def test_keyed_grammar_errors_are_compile_errors(text: str) -> None:
+    with pytest.raises(corral.CompileError):
+        compile_grammar(text, byte_tokenizer())
+
+
+# sha256 of the grammar text the converter wrote for these schemas before property_order
+# existed (commit dc1c516), per layout: property_order="schema" must reproduce it exactly,
+# so its masks are unchanged.
+GOLDEN: dict[str, str] = {
+    "0-flexible-schema": "f43f702e9d8a14df323135bc861fd64776ffe280d12c362ff134714278de12eb",
+    "0-flexible-spec": "4b3efecea38dee652c607b3f4204d4ffa5a62a582033db868a5f41291bc591b6",
+    "0-pretty-schema": "d0785d6b27a67500115890ba4583347b6462abb9b4d23a1419cf007700d2c163",
+    "0-pretty-spec": "49085cf2704f8c39f2c547673ae4af3a6a453381055ad9e0f0e058e19c582017",
+    "1-flexible-schema": "fe0323131d7de41dbdcdee60a334973d4cca20386ba1a62beaa41bb9d4810180",
+    "1-flexible-spec": "fe0323131d7de41dbdcdee60a334973d4cca20386ba1a62beaa41bb9d4810180",
+    "1-pretty-schema": "729da3d585c80ea7d891350e3bef6e785824c2175d4c8bfcac8bc989c882c901",
+    "1-pretty-spec": "729da3d585c80ea7d891350e3bef6e785824c2175d4c8bfcac8bc989c882c901",
+    "2-flexible-schema": "9342642992fda162bbf052cf5fc6003af5e2456ba67f4b9e679641c37fed1209",
+    "2-flexible-spec": "9342642992fda162bbf052cf5fc6003af5e2456ba67f4b9e679641c37fed1209",
+    "2-pretty-schema": "fc5e7ce350e7815ac4d7bd18f2c0fad027de0ef834a21f031fb27724fd9aee0d",
+    "2-pretty-spec": "fc5e7ce350e7815ac4d7bd18f2c0fad027de0ef834a21f031fb27724fd9aee0d",
+    "3-flexible-schema": "9f6a23cb55e15794124a62a27617c6cae5a3d5a7c975b910c7150b9bc7e18064",
+    "3-flexible-spec": "9f6a23cb55e15794124a62a27617c6cae5a3d5a7c975b910c7150b9bc7e18064",
+    "3-pretty-schema": "042e6d26eb9dd8561a308b7a41a39307931df33414709d4d5019384962655ee6",
+    "3-pretty-spec": "042e6d26eb9dd8561a308b7a41a39307931df33414709d4d5019384962655ee6",
+}
+
+
+def _golden_key(index: int, whitespace: str, extra: str) -> str:
+    return f"{index}-{whitespace}-{extra}"
+
+
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+@pytest.mark.parametrize("whitespace", ["flexible", "pretty"])
+@pytest.mark.parametrize("extra", ["schema", "spec"])
+def test_schema_order_grammar_unchanged(index: int, whitespace: str, extra: str) -> None:
+    g = corral.compile_json_schema(
+        SCHEMAS[index],
+        byte_tokenizer(),
+        whitespace=whitespace,
+        extra_properties=extra,
+        property_order="schema",
+    )
+    digest = hashlib.sha256(g.grammar_source.encode()).hexdigest()
+    assert digest == GOLDEN[_golden_key(index, whitespace, extra)]
