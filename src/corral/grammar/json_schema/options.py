@@ -101,10 +101,10 @@ class SchemaOptions:
         20 states per character for any character, 10 for an ASCII class); at 256 a plain string
         is about 5,000 DFA states. Longer bounds are checked after decoding.
     max_key_patterns : int
-        Most ``patternProperties`` patterns whose key classes the grammar writes (default 4, at
-        most 12). The classes are one per subset of patterns, so the cost doubles with each
-        pattern: 2**n product automata and value rules. With more patterns,
-        ``patternProperties`` is checked after decoding.
+        Most ``patternProperties`` patterns (with different schemas) one key may match at once
+        (default 4, at most 12). Key classes are the sets of patterns one key can match, found
+        by refinement over overlapping patterns (at most 256 classes, each a product automaton
+        and a value rule). Past either bound, ``patternProperties`` is checked after decoding.
     max_named_keys : int
         Most names a ``propertyNames`` enum/const may list to become declared optional members
         (default 16), which never repeat. Each name is a member of the object's counting
