@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <unordered_set>
 
 namespace corral {
@@ -21,14 +22,19 @@ bool phi(std::uint32_t c, std::uint8_t j, const CountBounds& k) {
 
 std::uint8_t CountSummary::step(std::uint8_t j, std::uint8_t b, bool& counted) {
   counted = false;
+  const bool hex = is_hex(b);
+  const bool d = b == 'd' || b == 'D';
   switch (j) {
+    case kH:
+      if (b == '\\') return kEH;  // a low surrogate may follow: not a new character yet
+      [[fallthrough]];
     case kB:
       if (b == '"') return kX;
       counted = true;
       if (b == '\\') return kE;
       if (b < 0x80) return kB;
       if (b >= 0xC2 && b <= 0xDF) return kC1;
-      if (b >= 0xE0 && b <= 0xEF) return kC1 - 1;
+      if (b >= 0xE0 && b <= 0xEF) return kC2;
       if (b >= 0xF0 && b <= 0xF4) return kC3;
       counted = false;
       return kZ;
@@ -36,18 +42,23 @@ std::uint8_t CountSummary::step(std::uint8_t j, std::uint8_t b, bool& counted) {
       if (b == 'u') return kU4;
       if (b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't') return kB;
       return kZ;
-    case kX:
-      return kX;
-    case kZ:
-      return kZ;
-    default:
-      if (j >= kU4 && j <= kU1) {
-        if (!is_hex(b)) return kZ;
-        return j == kU1 ? static_cast<std::uint8_t>(kB) : static_cast<std::uint8_t>(j + 1);
-      }
-      // kC3..kC1: continuation bytes still expected.
-      if (b < 0x80 || b > 0xBF) return kZ;
-      return j == kC1 ? static_cast<std::uint8_t>(kB) : static_cast<std::uint8_t>(j + 1);
+    case kU4: return d ? kU3D : hex ? kU3 : kZ;
+    case kU3: return hex ? kU2 : kZ;
+    case kU3D: return (b >= '8' && b <= '9') || (b >= 'a' && b <= 'b') || (b >= 'A' && b <= 'B') ? kU2H : hex ? kU2 : kZ;
+    case kU2: return hex ? kU1 : kZ;
+    case kU1: return hex ? kB : kZ;
+    case kU2H: return hex ? kU1H : kZ;
+    case kU1H: return hex ? kH : kZ;
+    case kEH: return b == 'u' ? kU4H : kZ;
+    case kU4H: return d ? kU3DH : kZ;
+    case kU3DH: return (b >= 'c' && b <= 'f') || (b >= 'C' && b <= 'F') ? kU2L : kZ;
+    case kU2L: return hex ? kU1L : kZ;
+    case kU1L: return hex ? kB : kZ;
+    case kC3: return b >= 0x80 && b <= 0xBF ? kC2 : kZ;
+    case kC2: return b >= 0x80 && b <= 0xBF ? kC1 : kZ;
+    case kC1: return b >= 0x80 && b <= 0xBF ? kB : kZ;
+    case kX: return kX;
+    default: return kZ;
   }
 }
 
@@ -84,13 +95,13 @@ bool prove_counted(const Dfa& ds, std::int32_t s, const Dfa& dt, std::int32_t t,
   // behaviour (its step from every state) — bytes alike in all three behave alike below.
   std::vector<std::uint8_t> reps;
   {
-    std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint8_t> seen;
+    std::map<std::pair<std::uint32_t, std::string>, std::uint8_t> seen;
     for (int b = 0; b < 256; ++b) {
-      std::uint64_t jv = 0;
+      std::string jv;
       for (std::uint8_t j = 0; j < CountSummary::kStates; ++j) {
         bool counted;
         const std::uint8_t n = CountSummary::step(j, static_cast<std::uint8_t>(b), counted);
-        jv = jv * 32 + n * 2 + (counted ? 1 : 0);
+        jv.push_back(static_cast<char>(n * 2 + (counted ? 1 : 0)));
       }
       const std::uint32_t cls = ds.byte_class(static_cast<std::uint8_t>(b)) * 256u + dt.byte_class(static_cast<std::uint8_t>(b));
       if (seen.emplace(std::make_pair(cls, jv), static_cast<std::uint8_t>(b)).second) reps.push_back(static_cast<std::uint8_t>(b));

@@ -8,10 +8,13 @@
 // The summary (vocabulary level, built once per tokenizer, kept by its MaskPool). A fixed
 // automaton J reads a token's bytes as the inside of a JSON string started at a character
 // boundary: it counts the characters *started* (a UTF-8 lead byte, an ASCII byte, or a `\`
-// opening an escape; an escape or a multi-byte character counts once), stops counting at an
-// unescaped `"` ("closed"), and falls into a sink ("junk") on bytes that cannot continue there
-// (a stray continuation byte, a bad escape). Per token: its count c and whether it closed or is
-// junk; as bitsets, len_le[k] = {c <= k, not junk} and closed_lt[k] = {closed with c < k}.
+// opening an escape; an escape or a multi-byte character counts once, and so does a surrogate
+// pair `\uD83D\uDE00`, whose second `\` is not counted), stops counting at an unescaped `"`
+// ("closed"), and falls into a sink ("junk") on bytes that cannot continue there (a stray
+// continuation byte, a bad escape). Per token: its count c and whether it closed or is junk;
+// as bitsets, len_le[k] = {c <= k, not junk} and closed_lt[k] = {closed with c < k}. J is a
+// labelling only: nothing relies on it matching the grammar's notion of a character, because
+// the relation below is checked against the automata.
 //
 // The relation (checked exactly per state, on the automata, never assumed). For a state s and
 // an anchor state t whose short part was walked (the same terminal, so the same `followable`),
@@ -49,7 +52,13 @@ namespace corral {
 class CountSummary {
  public:
   // J's states.
-  enum : std::uint8_t { kB = 0, kE = 1, kU4 = 2, kU1 = 5, kC3 = 6, kC1 = 8, kX = 9, kZ = 10, kStates = 11 };
+  // kB: at a boundary; kE: after `\`; kU4..kU1: hex digits of `\u` left (kU3D: the first was
+  // d/D; kU2H/kU1H: a high surrogate); kH: a boundary right after a high surrogate, where a
+  // `\u` low surrogate completes the pair (kEH, kU4H, kU3DH, kU2L, kU1L); kC3..kC1: UTF-8
+  // continuation bytes left; kX: closed; kZ: junk.
+  enum : std::uint8_t {
+    kB, kE, kU4, kU3, kU3D, kU2, kU2H, kU1, kU1H, kH, kEH, kU4H, kU3DH, kU2L, kU1L, kC3, kC2, kC1, kX, kZ, kStates
+  };
   /// J's step from state j on byte b; `counted` is set when the byte starts a character.
   static std::uint8_t step(std::uint8_t j, std::uint8_t b, bool& counted);
 

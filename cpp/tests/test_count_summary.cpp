@@ -29,7 +29,7 @@ std::shared_ptr<const Vocabulary> counting_vocab() {
     }
   for (const char* t : {"\", \"", "\"]", "\",", "ab\"", "abc\",", "aaaa\"]", "\\n", "\\u00e9", "\\u00", "\\",
                         "\xc3\xa9", "\xc3\xa9\xc3\xa9", "\xc3", "\xa9", "a\xc3\xa9", "\xe6\xbc\xa2", "\xe6\xbc",
-                        "\xf0\x9f\x98\x80", "\\\"", "\\\\", "a\\nb", "abcdefg", "aaaaaaa\"", "zzzzzz\", \""})
+                        "\xf0\x9f\x98\x80", "\\\"", "\\\\", "a\\nb", "\\ud83d\\ude00", "\\ud83d", "\\ude00", "abcdefg", "aaaaaaa\"", "zzzzzz\", \""})
     toks.push_back(t);
   // Longer than the share depth (8): walked per state, beside the derived short part.
   for (const char* t : {"abcdefghijklmnop", "aaaaaaaaaaaaaaaaaaaaaa\"", "zzzzzzzzzzzz\", \"", "qqqqqqqqqqqq\"]"})
@@ -104,6 +104,8 @@ TEST(count_summary_counts_characters) {
   EXPECT(in(sum.closed_lt(3), "ab\"") && !in(sum.closed_lt(2), "ab\""));
   EXPECT(in(sum.len_le(2), "ab\"") && !in(sum.len_le(1), "ab\""));
   EXPECT(!in(sum.closed_lt(8), "\\\""));      // an escaped quote does not close
+  EXPECT(in(sum.len_le(1), "\\ud83d\\ude00"));  // a surrogate pair is one character
+  EXPECT(in(sum.len_le(1), "\\ud83d") && in(sum.len_le(1), "\\ude00"));
 }
 
 TEST(counted_relation_proven_with_bounds) {
@@ -140,6 +142,6 @@ TEST(summary_masks_equal_plain_masks_json_string_with_min_length) {
   auto vocab = counting_vocab();
   const std::string g =
       R"G(root ::= "[" item ("," " "? item)* "]"
-item ::= "\"" ([a-z\u00e9\u6f22] | "\\n" | "\\\"" | "\\u00" [0-9a-f] [0-9a-f]){4,24} "\"" | root)G";
+item ::= "\"" ([a-z\u00e9\u6f22] | "\\n" | "\\\"" | "\\u00" [0-9a-f] [0-9a-f] | "\\ud83d\\ude0" [0-9a-f]){4,24} "\"" | root)G";
   EXPECT(check_walks(vocab, g, 4) > 0);
 }
