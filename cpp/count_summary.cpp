@@ -90,7 +90,14 @@ CountSummary::CountSummary(const Vocabulary& vocab, std::uint32_t depth)
 }
 
 bool prove_counted(const Dfa& ds, std::int32_t s, const Dfa& dt, std::int32_t t, std::uint32_t depth,
-                   std::size_t max_nodes, CountBounds& out) {
+                   std::size_t max_nodes, CountBounds& out, std::size_t* visited_out) {
+  struct Report {  // how many product nodes the proof visited, however it ends
+    std::size_t n = 0;
+    std::size_t* out;
+    ~Report() {
+      if (out) *out = n;
+    }
+  } report{0, visited_out};
   // Representative bytes of the joint byte classes: the two automata's classes and J's
   // behaviour (its step from every state) — bytes alike in all three behave alike below.
   std::vector<std::uint8_t> reps;
@@ -155,6 +162,7 @@ bool prove_counted(const Dfa& ds, std::int32_t s, const Dfa& dt, std::int32_t t,
         continue;
       }
       if (visited.insert(id(ns, nt, nj, nc)).second) {
+        report.n = visited.size();
         if (visited.size() > max_nodes) return false;
         stack.push_back(Node{ns, nt, nj, nc});
       }
@@ -225,8 +233,13 @@ std::shared_ptr<const FrontierEntry> CountedShare::derive(std::int32_t terminal,
   auto& v = anchors_[static_cast<std::size_t>(terminal)];
   const std::uint32_t depth = summary_->depth();
   for (auto a = v.rbegin(); a != v.rend(); ++a) {
+    if (a->too_big) continue;
     CountBounds k;
-    if (!prove_counted(dfa, s, dfa, a->state, depth, kMaxNodes, k)) continue;
+    std::size_t visited = 0;
+    if (!prove_counted(dfa, s, dfa, a->state, depth, kMaxNodes, k, &visited)) {
+      a->too_big = visited > kMaxNodes;
+      continue;
+    }
     if (!a->stratified) stratify(*a);
     FrontierEntry out;
     const std::uint32_t words = vocab_.mask_words();

@@ -84,16 +84,19 @@ struct CountBounds {
 
 /// Does (1)–(2) of the header hold for states s of `ds` and t of `dt`, counting up to `depth`
 /// characters? On success sets the bounds. Bounded work: gives up (false) past `max_nodes`
-/// product nodes.
+/// product nodes; `visited` (optional) receives how many it visited.
 bool prove_counted(const Dfa& ds, std::int32_t s, const Dfa& dt, std::int32_t t, std::uint32_t depth,
-                   std::size_t max_nodes, CountBounds& out);
+                   std::size_t max_nodes, CountBounds& out, std::size_t* visited = nullptr);
 
 /// Per compiled grammar: the anchors (states whose short part was walked) of each terminal,
 /// and the short parts derived from them.
 class CountedShare {
  public:
-  static constexpr std::size_t kMaxAnchors = 8;  // per terminal, most recent kept
-  static constexpr std::size_t kMaxNodes = 1 << 14;
+  static constexpr std::size_t kMaxAnchors = 4;  // per terminal, most recent kept
+  // Product nodes one proof may visit (a counted string needs about 20 per character left):
+  // past it the proof gives up, and an anchor that made a proof give up is not tried again, so
+  // a failed derivation costs a small fraction of the walk it would have saved.
+  static constexpr std::size_t kMaxNodes = 1024;
 
   CountedShare(const Vocabulary& vocab, std::shared_ptr<const CountSummary> summary);
   /// The short part of state `s` of terminal `terminal` (automaton `dfa`), derived from an
@@ -114,6 +117,7 @@ class CountedShare {
     std::shared_ptr<const FrontierEntry> entry;
     std::vector<Stratum> strata;  // built on first derivation
     bool stratified = false;
+    bool too_big = false;  // a proof against it exceeded kMaxNodes
   };
   void stratify(Anchor& a) const;
 
