@@ -3,6 +3,7 @@
 #include "compiled_grammar.hpp"
 
 #include "compile_times.hpp"
+#include "count_summary.hpp"
 #include "mask_pool.hpp"
 
 #include <algorithm>
@@ -25,6 +26,9 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Gramma
   slot_names_.erase(std::unique(slot_names_.begin(), slot_names_.end()), slot_names_.end());
   pool_ = std::static_pointer_cast<MaskPool>(
       vocab_->attachment([]() -> std::shared_ptr<void> { return std::make_shared<MaskPool>(); }));
+  // The vocabulary's counted-string summary is built here, once per vocabulary (a few ms on a
+  // 128k vocabulary), rather than inside the first mask that needs it.
+  if (limits_.mask_share_min_states != 0xFFFFFFFFu) counted_share();
 }
 
 CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGrammar> skeleton,
@@ -153,11 +157,30 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vec
     auto it = short_cache_.find(rep_key);
     if (it != short_cache_.end()) return it->second;
   }
-  auto entry = std::make_shared<const FrontierEntry>(compute_entry(rep_key, WalkPart::Short));
+  // A whole-vocabulary short part may follow from an earlier walk of the terminal (the summary
+  // path, count_summary.hpp); otherwise walk it, and keep it as an anchor for later states.
+  std::shared_ptr<const FrontierEntry> entry;
+  CountedShare* cs = rep_key.size() == 1 ? counted_share() : nullptr;
+  const auto term = static_cast<std::int32_t>(rep_key[0] >> 32);
+  const auto state = static_cast<std::int32_t>(static_cast<std::uint32_t>(rep_key[0]));
+  if (cs) entry = cs->derive(term, *dfas_[static_cast<std::size_t>(term)], state);
+  if (entry) {
+    summary_hits_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    entry = std::make_shared<const FrontierEntry>(compute_entry(rep_key, WalkPart::Short));
+    if (cs) cs->add_anchor(term, state, entry);
+  }
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto [it, inserted] = short_cache_.emplace(rep_key, entry);
   if (inserted) cache_bytes_ += entry->memory_bytes;
   return it->second;
+}
+
+CountedShare* CompiledGrammar::counted_share() const {
+  std::call_once(counted_once_, [&] {
+    if (auto summary = pool_->count_summary(*vocab_)) counted_ = std::make_shared<CountedShare>(*vocab_, std::move(summary));
+  });
+  return counted_.get();
 }
 
 std::shared_ptr<const std::vector<std::uint32_t>> CompiledGrammar::memo_get(const Signature& sig) const {

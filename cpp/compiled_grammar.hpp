@@ -25,7 +25,10 @@
 // together hold exactly what one full walk from the real state would: ≈_D states agree on
 // every path of at most D bytes and reach identical states wherever a terminal can end, so the
 // short part's groups are valid for the real state too. The assembled entry keeps the short
-// part's groups by pointer (`shared`).
+// part's groups by pointer (`shared`). The short part of a class met after an earlier one was
+// walked (the last D positions of a counted string, its first one under a minLength) is derived
+// from that earlier walk with a few bitset operations where a relation proven on the automaton
+// allows it (count_summary.hpp), and walked otherwise.
 //
 // Slots. A grammar with slot terminals (`${name}`) is a *skeleton*: it cannot be matched until
 // bind() supplies each slot's values. A binding is a small CompiledGrammar that shares the
@@ -54,6 +57,7 @@
 namespace corral {
 
 class MaskPool;
+class CountedShare;
 
 struct FrontierEntry {
   // Tokens allowed outright: dense mask words (always for whole-vocabulary entries), or a
@@ -165,6 +169,8 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   /// Misses served by the vocabulary's pool (entries another grammar computed).
   std::uint64_t pool_hits() const { return pool_hits_.load(); }
   std::uint64_t cache_misses() const { return misses_.load(); }
+  /// Short parts derived from the counted-string summary instead of walked (count_summary.hpp).
+  std::uint64_t summary_entries() const { return summary_hits_.load(); }
 
  private:
   struct BindingTag {};
@@ -213,9 +219,14 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   // (-2: not asked yet; -1: not pooled), guarded by equiv_mu_.
   std::shared_ptr<MaskPool> pool_;
   mutable std::vector<std::int32_t> pool_ids_;
+  // Short parts derived from earlier walks (count_summary.hpp); created on first use, null
+  // when the vocabulary has no summary.
+  mutable std::once_flag counted_once_;
+  mutable std::shared_ptr<CountedShare> counted_;
+  CountedShare* counted_share() const;
   /// The pool key for `key` (empty when a terminal is not pooled).
   std::vector<std::uint64_t> pool_key(const std::vector<std::uint64_t>& key) const;
-  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0}, pool_hits_{0};
+  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0}, pool_hits_{0}, summary_hits_{0};
   struct SigHash {
     std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }
   };

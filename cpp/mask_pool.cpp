@@ -34,6 +34,14 @@ void MaskPool::put(const std::vector<std::uint64_t>& key, std::shared_ptr<const 
   if (entries_.emplace(key, std::move(entry)).second) bytes_ += b;
 }
 
+std::shared_ptr<const CountSummary> MaskPool::count_summary(const Vocabulary& vocab) {
+  std::call_once(summary_once_, [&] {
+    const std::uint32_t d = vocab.share_depth();
+    if (d > 0 && d <= kMaxSummaryDepth) summary_ = std::make_shared<const CountSummary>(vocab, d);
+  });
+  return summary_;
+}
+
 std::size_t MaskPool::entries() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return entries_.size();

@@ -12,15 +12,19 @@
 // The pool keeps the automata it compares against alive (aliasing the grammars that own them).
 // Bounded: automata of at most kMaxDfaStates states, at most kMaxDfas of them, and entries up
 // to kMaxBytes in all (then the entries are dropped, cheap to refill). Thread-safe.
+// The pool also keeps the vocabulary's counted-string summary (count_summary.hpp), built once
+// on first use and shared by every grammar on the vocabulary.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "compiled_grammar.hpp"
+#include "count_summary.hpp"
 
 namespace corral {
 
@@ -36,6 +40,10 @@ class MaskPool {
   std::shared_ptr<const FrontierEntry> get(const std::vector<std::uint64_t>& key) const;
   void put(const std::vector<std::uint64_t>& key, std::shared_ptr<const FrontierEntry> entry);
   std::size_t entries() const;
+  /// The vocabulary's counted-string summary at its share depth (built on first call); null
+  /// when the share depth is outside what the summary supports (0, or over kMaxSummaryDepth).
+  std::shared_ptr<const CountSummary> count_summary(const Vocabulary& vocab);
+  static constexpr std::uint32_t kMaxSummaryDepth = 64;
 
  private:
   mutable std::shared_mutex mu_;
@@ -43,6 +51,8 @@ class MaskPool {
   std::size_t num_dfas_ = 0;
   std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> entries_;
   std::size_t bytes_ = 0;
+  std::once_flag summary_once_;
+  std::shared_ptr<const CountSummary> summary_;
 };
 
 }  // namespace corral

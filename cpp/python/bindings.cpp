@@ -283,6 +283,7 @@ NB_MODULE(_core, m) {
         d["memo_entries"] = g.memo_entries();
         d["shared_entries"] = g.shared_entries();
         d["pool_hits"] = g.pool_hits();
+        d["summary_entries"] = g.summary_entries();
         d["bindings"] = g.bindings_made();
         d["slot_states"] = g.slot_states();
         return d;
