@@ -247,9 +247,7 @@ def think_format(thinking: Mapping[str, Any], tokenizer: Tokenizer) -> ThinkForm
     )
 
 
-def body_grammar(
-    spec: Any, convert: Any, prefix: str, tokenizer: Tokenizer | None = None
-) -> tuple[str, str]:
+def body_grammar(spec: Any, convert: Any, prefix: str, tokenizer: Tokenizer | None = None) -> tuple[str, str]:
     """(grammar text, start rule) of a spec's own constraint (no think block), every rule
     renamed under ``prefix``. ``convert(schema, options) -> text`` runs the schema converter;
     ``tokenizer`` lets a tool format's opener be matched as its special token too (as it is

@@ -350,7 +350,7 @@ def _literal_prefix(pattern: str) -> str | None:
     (not anchored, or an alternation at the top)."""
     if not pattern.startswith("^") or len(top_level_branches(pattern)) != 1:
         return None
-    out = []
+    out: list[str] = []
     for c in pattern[1:]:
         if c in "\\.[](){}*+?|^$":
             if c in "*+?{" and out:
