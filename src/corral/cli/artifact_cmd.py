@@ -92,25 +92,11 @@ def _tokenizer(value: str) -> Any:
 
 
 def _constraint_args(args: argparse.Namespace) -> dict[str, Any]:
-    from corral.cli.generate_cmd import _choices_arg, _schema_arg
+    from corral.cli.generate_cmd import constraint_kwargs
 
-    kw: dict[str, Any] = {}
-    if args.schema is not None:
-        kw["schema"] = _schema_arg(args.schema)
-    if args.regex is not None:
-        kw["regex"] = args.regex
-    if args.grammar is not None:
-        kw["grammar"] = args.grammar.read_text(encoding="utf-8")
-    if args.choices is not None:
-        kw["choices"] = _choices_arg(args.choices)
-    if args.json_mode:
-        kw["json"] = True
-    if len(kw) != 1:
-        raise ValueError("give exactly one of --schema, --regex, --grammar, --choices, --json-mode")
-    if args.whitespace is not None:
-        if "schema" not in kw and "json" not in kw:
-            raise ValueError("--whitespace applies to --schema and --json-mode")
-        kw["schema_options"] = {"whitespace": args.whitespace}
+    kw = constraint_kwargs(args, exactly_one=True)
+    if args.whitespace is not None and "schema_options" not in kw:
+        raise ValueError("--whitespace applies to --schema and --json-mode")
     return kw
 
 

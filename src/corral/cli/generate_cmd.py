@@ -93,8 +93,9 @@ def _choices_arg(text: str) -> list[str]:
     return [c.strip() for c in text.split(",")]
 
 
-def constraint_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The generate() keyword arguments for the constraint options."""
+def constraint_kwargs(args: argparse.Namespace, *, exactly_one: bool = False) -> dict[str, Any]:
+    """The generate() keyword arguments for the constraint options (``exactly_one``: one must
+    be given, as ``corral compile`` needs); ``--whitespace`` goes to schema constraints."""
     kw: dict[str, Any] = {}
     if args.schema is not None:
         kw["schema"] = _schema_arg(args.schema)
@@ -106,9 +107,10 @@ def constraint_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kw["choices"] = _choices_arg(args.choices)
     if args.json_mode:
         kw["json"] = True
-    if len(kw) > 1:
-        raise ValueError("give at most one of --schema, --regex, --grammar, --choices, --json-mode")
-    if "schema" in kw or "json" in kw:
+    if len(kw) > 1 or (exactly_one and not kw):
+        how = "exactly" if exactly_one else "at most"
+        raise ValueError(f"give {how} one of --schema, --regex, --grammar, --choices, --json-mode")
+    if args.whitespace is not None and ("schema" in kw or "json" in kw):
         kw["schema_options"] = {"whitespace": args.whitespace}
     return kw
 
