@@ -54,6 +54,8 @@
 #include <array>
 #include <cstring>
 
+#include "byte_io.hpp"
+
 namespace corral {
 namespace {
 
@@ -62,27 +64,14 @@ constexpr std::size_t kHeaderSize = 40;
 constexpr std::size_t kChecksummedFrom = 16;
 constexpr std::size_t kLimitFields = 11;
 
-void put_fixed(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-std::uint64_t get_fixed(std::string_view d, std::size_t at, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(d[at + i])) << (8 * i);
-  return v;
-}
+using byte_io::get_fixed;
+using byte_io::put_fixed;
 
 class Writer {
  public:
   std::string out;
   void u8(std::uint8_t v) { out.push_back(static_cast<char>(v)); }
-  void varint(std::uint64_t v) {
-    while (v >= 0x80) {
-      out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-      v >>= 7;
-    }
-    out.push_back(static_cast<char>(v));
-  }
+  void varint(std::uint64_t v) { byte_io::put_varint(out, v); }
   void str(std::string_view s) {
     varint(s.size());
     out.append(s.data(), s.size());
@@ -93,63 +82,9 @@ ArtifactError corrupt(const std::string& what, std::size_t at) {
   return ArtifactError("corrupt", "corrupt compiled-grammar artifact: " + what + " (at byte " + std::to_string(at) + ")");
 }
 
-class Reader {
- public:
-  Reader(std::string_view d, std::size_t pos) : d_(d), pos_(pos) {}
-  std::size_t pos() const { return pos_; }
-  std::size_t remaining() const { return d_.size() - pos_; }
-  bool done() const { return pos_ == d_.size(); }
-
-  std::uint8_t u8(const char* field) {
-    if (pos_ >= d_.size()) throw corrupt(std::string("truncated in ") + field, pos_);
-    return static_cast<std::uint8_t>(d_[pos_++]);
-  }
-  std::uint64_t varint(const char* field) {
-    const std::size_t at = pos_;
-    std::uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      if (shift > 63) throw corrupt(std::string("over-long integer in ") + field, at);
-      const std::uint8_t b = u8(field);
-      if (shift == 63 && (b & 0x7E) != 0) throw corrupt(std::string("integer overflow in ") + field, at);
-      v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
-      if (!(b & 0x80)) {
-        if (b == 0 && shift > 0) throw corrupt(std::string("non-minimal integer in ") + field, at);
-        return v;
-      }
-    }
-  }
-  /// A varint that must be < bound (a count, an index, a length).
-  std::uint64_t below(std::uint64_t bound, const char* field) {
-    const std::size_t at = pos_;
-    const std::uint64_t v = varint(field);
-    if (v >= bound)
-      throw corrupt(std::string(field) + " " + std::to_string(v) + " out of range (must be below " + std::to_string(bound) + ")", at);
-    return v;
-  }
-  /// A count of items that take at least `min_bytes` each: bounded by the bytes remaining.
-  std::size_t count(const char* field, std::size_t min_bytes = 1) {
-    const std::size_t at = pos_;
-    const std::uint64_t v = varint(field);
-    if (v > remaining() / min_bytes)
-      throw corrupt(std::string(field) + " " + std::to_string(v) + " exceeds the " + std::to_string(remaining()) + " bytes that remain", at);
-    return static_cast<std::size_t>(v);
-  }
-  std::string str(const char* field) {
-    const std::size_t n = count(field);
-    std::string s(d_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  const char* raw(std::size_t n, const char* field) {
-    if (n > remaining()) throw corrupt(std::string("truncated in ") + field, pos_);
-    const char* p = d_.data() + pos_;
-    pos_ += n;
-    return p;
-  }
-
- private:
-  std::string_view d_;
-  std::size_t pos_;
+// The strict cursor of byte_io.hpp, naming this format in its errors.
+struct Reader : byte_io::ByteReader {
+  Reader(std::string_view d, std::size_t pos) : ByteReader(d, pos, "compiled-grammar artifact") {}
 };
 
 // The Limits fields in the order the format stores them.

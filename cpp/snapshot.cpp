@@ -43,6 +43,7 @@
 #include <mutex>
 
 #include "artifact.hpp"
+#include "byte_io.hpp"
 
 namespace corral {
 namespace {
@@ -51,78 +52,19 @@ constexpr char kMagic[8] = {'\x89', 'C', 'R', 'L', 'M', '\r', '\n', '\x1a'};
 constexpr std::size_t kHeaderSize = 72;
 constexpr std::size_t kChecksummedFrom = 16;
 
-void put_fixed(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
+using byte_io::get_fixed;
+using byte_io::put_fixed;
+using byte_io::put_varint;
 
-std::uint64_t get_fixed(std::string_view d, std::size_t at, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(d[at + i])) << (8 * i);
-  return v;
-}
-
-void put_varint(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
 
 ArtifactError corrupt(const std::string& what, std::size_t at) {
   return ArtifactError("corrupt", "corrupt matcher snapshot: " + what + " (at byte " + std::to_string(at) + ")");
 }
 
-// A strict cursor over snapshot bytes (and, trusted, over artifact bytes for the identity).
-class Reader {
- public:
-  Reader(std::string_view d, std::size_t pos) : d_(d), pos_(pos) {}
-  std::size_t pos() const { return pos_; }
-  std::size_t remaining() const { return d_.size() - pos_; }
-  bool done() const { return pos_ == d_.size(); }
-  std::uint8_t u8(const char* field) {
-    if (pos_ >= d_.size()) throw corrupt(std::string("truncated in ") + field, pos_);
-    return static_cast<std::uint8_t>(d_[pos_++]);
-  }
-  std::uint64_t varint(const char* field) {
-    const std::size_t at = pos_;
-    std::uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      if (shift > 63) throw corrupt(std::string("over-long integer in ") + field, at);
-      const std::uint8_t b = u8(field);
-      if (shift == 63 && (b & 0x7E) != 0) throw corrupt(std::string("integer overflow in ") + field, at);
-      v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
-      if (!(b & 0x80)) {
-        if (b == 0 && shift > 0) throw corrupt(std::string("non-minimal integer in ") + field, at);
-        return v;
-      }
-    }
-  }
-  std::uint64_t below(std::uint64_t bound, const char* field) {
-    const std::size_t at = pos_;
-    const std::uint64_t v = varint(field);
-    if (v >= bound)
-      throw corrupt(std::string(field) + " " + std::to_string(v) + " out of range (must be below " + std::to_string(bound) + ")", at);
-    return v;
-  }
-  std::size_t count(const char* field, std::size_t min_bytes = 1) {
-    const std::size_t at = pos_;
-    const std::uint64_t v = varint(field);
-    if (v > remaining() / min_bytes)
-      throw corrupt(std::string(field) + " " + std::to_string(v) + " exceeds the " + std::to_string(remaining()) + " bytes that remain", at);
-    return static_cast<std::size_t>(v);
-  }
-  std::string_view bytes(std::size_t n, const char* field) {
-    if (n > remaining()) throw corrupt(std::string("truncated in ") + field, pos_);
-    std::string_view s = d_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  std::string_view str(const char* field) { return bytes(count(field), field); }
-
- private:
-  std::string_view d_;
-  std::size_t pos_;
+// The strict cursor of byte_io.hpp over snapshot bytes (and, trusted, over artifact bytes for
+// the identity), naming this format in its errors.
+struct Reader : byte_io::ByteReader {
+  Reader(std::string_view d, std::size_t pos) : ByteReader(d, pos, "matcher snapshot") {}
 };
 
 // A 128-bit content hash: two independent multiply-rotate lanes, each finished with the
@@ -163,7 +105,7 @@ std::array<std::uint64_t, 2> grammar_identity(const CompiledGrammar& g) {
   Reader r(art, 40);
   Hash128 h;
   h.add(kArtifactFormatVersion);
-  h.add_bytes(r.str("engine version"));
+  h.add_bytes(r.view("engine version"));
   const std::size_t limits = r.count("limit count");
   for (std::size_t i = 0; i < limits; ++i) r.varint("limit");
   h.add_bytes(std::string_view(art).substr(r.pos()));
@@ -214,7 +156,7 @@ std::size_t check_header(std::string_view d, const CompiledGrammar& g) {
   if (static_cast<std::uint32_t>(get_fixed(d, 12, 4)) != artifact_crc32(d.substr(kChecksummedFrom)))
     throw corrupt("checksum mismatch: the bytes were damaged or modified", 12);
   Reader r(d, kHeaderSize);
-  const std::string_view engine = r.str("engine version");
+  const std::string_view engine = r.view("engine version");
   if (engine != kEngineVersion)
     throw ArtifactError("engine_version", "matcher snapshot was taken by engine version '" + std::string(engine) +
                                               "', this is '" + kEngineVersion + "': snapshots do not cross engine versions");
@@ -308,7 +250,7 @@ struct SnapshotCodec {
       const std::uint8_t kind = r.u8("step kind");
       bool ok = false;
       if (kind == Matcher::StepLog::kBytes) {
-        ok = m.accept_bytes(r.str("step bytes"));
+        ok = m.accept_bytes(r.view("step bytes"));
       } else if (kind == Matcher::StepLog::kToken || kind == Matcher::StepLog::kEos) {
         if (kind == Matcher::StepLog::kEos && k + 1 != n) throw corrupt("an EOS step before the last step", at);
         const auto id = static_cast<std::int32_t>(r.below(vocab_size, "step token id"));
