@@ -95,6 +95,21 @@ def test_each_format_accepts_its_calls_and_nothing_else(smollm2: corral.Tokenize
     assert prose.calls == () and prose.content == "Hello, no call needed." and prose.error is None
 
 
+@pytest.mark.parametrize("fmt", ["hermes", "json"])
+def test_parallel_calls_may_end_with_the_separator_newline(smollm2: corral.Tokenizer, fmt: str) -> None:
+    """Formats whose calls are separated by a newline: the newline a model writes after its last
+    call may end the reply (Qwen writes "</tool_call>\\n" and then stops); without that, greedy
+    decoding had to start another call and wrote duplicates up to max_tokens."""
+    f = get_format(fmt)
+    one = calls_text(ONE, f)
+    multi = _compile(smollm2, fmt, parallel=True)
+    assert _accepts(multi, one + "\n") and _accepts(multi, calls_text(TWO, f) + "\n")
+    assert not _accepts(multi, one + "\n\n")
+    assert not _accepts(_compile(smollm2, fmt), one + "\n")  # one call only: it ends at the call
+    reply = multi.read_tools(one + "\n")
+    assert reply.error is None and [c.name for c in reply.calls] == ["add"]
+
+
 def test_prose_then_calls_only_where_the_family_writes_it(smollm2: corral.Tokenizer) -> None:
     """hermes/mistral: prose, then calls. json/llama3: a reply that starts as prose is prose
     throughout (its calls are text, not calls)."""

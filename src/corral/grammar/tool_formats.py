@@ -120,14 +120,18 @@ def reply_grammar(
     lines = [rename_rules(call, p + "c-")]
     c = p + "c-root"
     op = opener if opener is not None else Marker(fmt.opener)
+    # A model may end its calls with the newline it writes between them before it stops (Qwen
+    # writes "</tool_call>\n"): that newline is allowed before the end, or it would have to
+    # start another call (greedy decoding then wrote duplicate calls up to max_tokens).
+    end_nl = ' "\\n"?' if parallel and fmt.sep == "\n" else ""
     if fmt.name in ("json", "llama3"):
-        lines.append(f"{p}calls ::= {c}" + (f" ({literal(fmt.sep)} {c})*" if parallel else ""))
+        lines.append(f"{p}calls ::= {c}" + (f" ({literal(fmt.sep)} {c})*{end_nl}" if parallel else ""))
         prose: str | None = "/(?s)[^{\\s].*/"
         rest = None
     elif fmt.name == "hermes":
         block_rest = f'"\\n" {c} {literal(fmt.close)}'
         lines.append(f"{p}more ::= {literal(fmt.sep)} {marker(op)} {block_rest}")
-        rest = block_rest + (f" {p}more*" if parallel else "")
+        rest = block_rest + (f" {p}more*{end_nl}" if parallel else "")
         lines.append(f"{p}calls ::= {marker(op)} {rest}")
         prose = None
     else:  # mistral
