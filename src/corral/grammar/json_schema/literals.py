@@ -102,12 +102,13 @@ def _quick_check(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool
     Formats the grammar enforces are checked with the grammar's regexes (the post-decoding
     validation skips them), also inside the value (``propertyNames``, ``items``, ...)."""
     import jsonschema
+    from referencing.exceptions import Unresolvable  # jsonschema >= 4.18 raises this kind
 
     try:
         _validator()(schema, format_checker=_format_checker()).validate(value)
     except jsonschema.ValidationError:
         return False
-    except jsonschema.exceptions.RefResolutionError:
+    except Unresolvable:  # a $ref the validator cannot follow: the grammar decides instead
         return True
     except (TypeError, ValueError, ArithmeticError) as e:
         # A malformed keyword the validator trips on ({"minimum": "x"}): name it, never crash.
