@@ -47,8 +47,9 @@ def _compiles(server: Server) -> float:
     return server.metric("corral_compile_seconds_count")
 
 
-def _ask(server: Server) -> Any:
-    r = server.client.chat.completions.create(
+def _ask(server: Server) -> tuple[Any, str]:
+    """The greedy answer, and the response's ``x-corral-cache`` (where its constraint came from)."""
+    raw = server.client.chat.completions.with_raw_response.create(
         model="SmolLM2-135M-Instruct",
         messages=[{"role": "user", "content": "The largest city of Norway as JSON."}],
         response_format={
@@ -58,9 +59,10 @@ def _ask(server: Server) -> Any:
         max_tokens=40,
         temperature=0,
     )
+    r = raw.parse()
     value = json.loads(r.choices[0].message.content)
     jsonschema.validate(value, CITY)
-    return value
+    return value, raw.headers["x-corral-cache"]
 
 
 def test_a_restarted_server_loads_instead_of_compiling(tmp_path: Path) -> None:
@@ -75,7 +77,8 @@ def test_a_restarted_server_loads_instead_of_compiling(tmp_path: Path) -> None:
 
     first = start_server(tmp_path, *args)
     try:
-        answer = _ask(first)
+        answer, source = _ask(first)
+        assert source == "miss"  # compiled by this request
         d = _disk(first)
         # the schema dir's schema and the request's: both missed, compiled and were written
         assert (d.get("miss"), d.get("write"), d.get("hit", 0)) == (2, 2, 0), d
@@ -86,7 +89,9 @@ def test_a_restarted_server_loads_instead_of_compiling(tmp_path: Path) -> None:
 
     second = start_server(tmp_path, *args)
     try:
-        assert _ask(second) == answer  # greedy: the same output from the loaded grammar
+        # greedy: the same output from the loaded grammar, and the header says it was loaded
+        assert _ask(second) == (answer, "disk")
+        assert _ask(second) == (answer, "hit")  # now in memory
         d = _disk(second)
         assert (d.get("hit"), d.get("miss", 0), d.get("write", 0), d.get("corrupt", 0)) == (2, 0, 0, 0), d
         assert _compiles(second) == 0  # loaded, not compiled (start-up pre-compile included)

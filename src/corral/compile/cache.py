@@ -92,6 +92,7 @@ def _quietly(fn: Callable[..., Any], *args: Any) -> Any:
 class _Entry:
     value: Any
     base_bytes: int
+    loaded: bool = False  # read from the directory rather than compiled in this process
 
     def size(self) -> int:
         grammar = getattr(self.value, "grammar", None)
@@ -228,7 +229,7 @@ class CompileCache:
             if self.metrics is not None:
                 self.metrics.compile_time.observe(elapsed, kind=kind)
         # The lowered grammar and its automata grow with the source: ~8 bytes per source byte.
-        entry = _Entry(value, _BASE_BYTES + 8 * int(getattr(value, "source_len", 0)))
+        entry = _Entry(value, _BASE_BYTES + 8 * int(getattr(value, "source_len", 0)), loaded)
         with self._lock:
             if loaded:
                 self.loads += 1
@@ -240,6 +241,13 @@ class CompileCache:
         fut.set_result(value)
         if disk is not None and not loaded:  # after the waiters have their result
             _quietly(disk.store, key, tokenizer, value)
+
+    def loaded_from_disk(self, key: str) -> bool:
+        """Whether ``key``'s cached entry was loaded from the directory rather than compiled
+        (the server's ``x-corral-cache: disk``)."""
+        with self._lock:
+            entry = self._lru.get(key)
+            return entry is not None and entry.loaded
 
     def _evict(self) -> None:
         total = sum(e.size() for e in self._lru.values())

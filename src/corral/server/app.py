@@ -283,7 +283,7 @@ class CorralServer:
             extra = {"tool_formats": self.tool_formats} if endpoint == "chat" else {}
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n, **extra)
             obs.stage = "constraint"  # failures from here to the binding are refusals
-            constraint, hit, compile_s = await within(
+            constraint, cache, compile_s = await within(
                 self._constraint(req.spec, obs), deadline, 504, "compiling the constraint"
             )
             constraint = self._bind_slots(constraint, req.slots, obs)
@@ -293,7 +293,7 @@ class CorralServer:
             if constraint is not None and scored_choices(
                 req, constraint
             ):  # greedy choices: whole answers, as corral.classify
-                hdrs = {"x-request-id": rid, "x-corral-cache": "hit" if hit else "miss"}
+                hdrs = {"x-request-id": rid, "x-corral-cache": cache}
                 return await choices_response(self, req, constraint, max_tokens, rid, t0, deadline, hdrs)
             job = Job(
                 id=rid,
@@ -307,7 +307,6 @@ class CorralServer:
                 obs=obs,
                 trace=req.trace.top_k if req.trace is not None else None,
             )
-            cache = "none" if req.spec is None else "hit" if hit else "miss"
             info = {"cache": cache, "compile_s": round(compile_s, 4)}
             # Exposed to clients too: whether the constraint was cached and how long it took.
             headers = {
@@ -369,11 +368,12 @@ class CorralServer:
 
     async def _constraint(
         self, spec: ConstraintSpec | None, obs: RequestObserver | None = None
-    ) -> tuple[Constraint | None, bool, float]:
-        """The compiled constraint (awaiting its compile thread on a miss): (constraint, hit,
-        seconds waited)."""
+    ) -> tuple[Constraint | None, str, float]:
+        """The compiled constraint (awaiting its compile thread on a miss): (constraint, where
+        it came from: ``hit`` (memory, or a compile already running), ``disk`` (loaded from
+        ``--cache-dir``), ``miss`` (compiled) or ``none`` (no constraint), seconds waited)."""
         if spec is None:
-            return None, False, 0.0
+            return None, "none", 0.0
         t0 = time.perf_counter()
         spec = self._configured(spec)
         try:
@@ -390,7 +390,10 @@ class CorralServer:
             raise
         except Exception as e:
             raise self._api_error(e, spec) from None
-        return constraint, hit, time.perf_counter() - t0
+        source = (
+            "hit" if hit else "disk" if self.cache.loaded_from_disk(spec.key(self.tokenizer.hash)) else "miss"
+        )
+        return constraint, source, time.perf_counter() - t0
 
     def _bind_slots(
         self,
