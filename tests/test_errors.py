@@ -97,19 +97,19 @@ def test_grammar_errors_name_line_and_column(
 def test_pathological_inputs_hit_a_limit_fast(
     kind: str, text: str, limit: str, tok: corral.Tokenizer
 ) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: a loaded machine does not fail it
     with pytest.raises(corral.LimitExceeded) as ei:
         if kind == "regex":
             corral.compile_regex(text, tok)
         else:
             corral.compile_grammar(text, tok)
     assert ei.value.limit == limit, str(ei.value)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     assert limit in str(ei.value)
 
 
 def test_pathological_but_fine_inputs_compile_fast(tok: corral.Tokenizer) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: a loaded machine does not fail it
     m = corral.compile_regex(r"(a|aa)*", tok).matcher()
     assert m.accept_bytes(b"a" * 5000) and m.is_accepting()
     m = corral.compile_regex(r"((a*)*)*", tok).matcher()
@@ -121,7 +121,7 @@ def test_pathological_but_fine_inputs_compile_fast(tok: corral.Tokenizer) -> Non
     assert not m.is_accepting()
     assert m.shortest_completion() == b"]"
     assert m.accept_bytes(b"]") and m.is_accepting()
-    assert time.perf_counter() - t0 < 10.0
+    assert time.process_time() - t0 < 10.0
 
 
 def test_limits_are_configurable(tok: corral.Tokenizer) -> None:

@@ -262,8 +262,8 @@ def test_minus_elsewhere_is_unchanged() -> None:
     ],
 )
 def test_hostile_products_hit_a_limit_fast(text: str, limits: dict[str, int], limit: str) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: a loaded machine does not fail it
     with pytest.raises(corral.LimitExceeded) as ei:
         corral.compile_grammar(text, byte_tokenizer(), **limits)
     assert ei.value.limit == limit, str(ei.value)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0

@@ -447,16 +447,16 @@ LARGE = [
 def test_sizes_and_speed() -> None:
     assert len(integer_regex(0, 1000)) < 40
     for kw in LARGE:
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: a loaded machine does not fail it
         rx = number_regex(**kw)  # type: ignore[arg-type]
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         assert elapsed < 0.05, (kw, elapsed)  # a cold call; warm calls are well under 5 ms
         assert len(rx) < 1500, (kw, len(rx))
         re.compile(rx)
 
 
 def test_typical_call_is_fast() -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not fail it
     n = 0
     pairs: list[tuple[AnyBound, AnyBound]] = [
         (0, 100),
@@ -468,7 +468,7 @@ def test_typical_call_is_fast() -> None:
         for integer in (False, True):
             number_regex(lo, hi, integer=integer, exclusive_minimum=True)
             n += 1
-    assert (time.perf_counter() - start) / n < 0.005
+    assert (time.process_time() - start) / n < 0.005
 
 
 @functools.lru_cache(maxsize=1)
