@@ -64,6 +64,20 @@ CASES: list[tuple[str, Any, list[str]]] = [
         ],
     ),
     (
+        "enum objects listed in two key orders",
+        {
+            "type": "array",
+            "items": {"enum": [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"c": 3}]},
+            "uniqueItems": True,
+        },
+        [
+            '[{"b": 2, "a": 1}, {"c": 3}]',
+            '[{"c": 3}, {"a": 1, "b": 2}]',
+            '[{"a": 1, "b": 2}, {"b": 2, "a": 1}]',
+            '[{"b": 2, "a": 1}, {"c": 3}, {"a": 1, "b": 2.0}]',
+        ],
+    ),
+    (
         "const items",
         {"type": "array", "items": {"const": "x"}, "uniqueItems": True},
         ['["x"]', "[]", '["x", "x"]', '["x", "\\u0078"]'],

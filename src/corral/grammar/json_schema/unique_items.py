@@ -73,8 +73,9 @@ class UniqueItemsMixin(ConverterCore):
         # literals.py
         def literal_value(self, v: Any, pointer: str, integer_only: bool = False) -> str: ...
 
-    def finite_item_values(self, items: Any, pointer: str) -> tuple[list[Any], bool] | None:
-        """The distinct values an item schema allows, when they are few (at most
+    def finite_item_values(self, items: Any, pointer: str) -> tuple[list[list[Any]], bool] | None:
+        """The distinct values an item schema allows (each as its listed forms: one value, or an
+        object listed with its keys in several orders), when they are few (at most
         MAX_UNIQUE_VALUES) and the schema only filters them, and whether integers take their
         canonical spelling; None otherwise (also when no value fits: the plain path says so)."""
         from corral.grammar.json_schema.literals import _quick_check
@@ -104,13 +105,18 @@ class UniqueItemsMixin(ConverterCore):
             candidates = list(range(max(lows), min(highs) + 1))
         else:
             return None
-        kept: dict[str, Any] = {}
+        # Per distinct value, its listed forms: JSON-equal enum entries are one value, and objects
+        # listed twice with their keys in two orders keep both orders (as a plain enum does).
+        kept: dict[str, list[Any]] = {}
         for v in candidates:
             key = canonical(v)
             if key is None:
                 return None  # (not JSON: the plain path raises the error)
-            if key not in kept and _quick_check(s, v, pointer):
-                kept[key] = v
+            if key in kept:
+                if isinstance(v, dict) and all(list(v) != list(o) for o in kept[key]):
+                    kept[key].append(v)
+            elif _quick_check(s, v, pointer):
+                kept[key] = [v]
         if not kept or len(kept) > MAX_UNIQUE_VALUES:
             return None
         return list(kept.values()), "integer" in types and "number" not in types
@@ -135,7 +141,9 @@ class UniqueItemsMixin(ConverterCore):
         top = n if hi is None else min(hi, n)
         self.depth += 1  # the items are one container level deeper (their literals' layout)
         try:
-            members = [self.literal_value(v, where, integer_only) for v in values]
+            members = [
+                " | ".join(self.literal_value(v, where, integer_only) for v in forms) for forms in values
+            ]
         finally:
             self.depth -= 1
         opening, sep, closing, _ = self.layout()
