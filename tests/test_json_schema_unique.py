@@ -220,7 +220,7 @@ def test_other_item_sets_stay_in_the_report(llama32: corral.Tokenizer) -> None:
     for schema in (
         {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
         {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
-        {"type": "array", "items": {"enum": list(range(300))}, "uniqueItems": True},
+        {"type": "array", "items": {"enum": list(range(33))}, "uniqueItems": True},  # past the cap
         {"type": "array", "prefixItems": [{"const": 1}], "items": {"enum": [1, 2]}, "uniqueItems": True},
     ):
         g = corral.compile_json_schema(schema, llama32)
