@@ -287,3 +287,24 @@ def test_generation_writes_distinct_items(smol_model: Any) -> None:
     value = json.loads(r.text)
     assert jsonschema.Draft202012Validator(schema).is_valid(value), r.text
     assert len(set(value["colors"])) == len(value["colors"]) >= 3
+
+
+@pytest.mark.parametrize("whitespace", ["pretty", "compact", "flexible"])
+def test_every_whitespace_mode(whitespace: str, llama32: corral.Tokenizer) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"t": {"type": "array", "items": {"enum": ["a", "b", {"x": 1}]}, "uniqueItems": True}},
+        "required": ["t"],
+        "additionalProperties": False,
+    }
+    g = corral.compile_json_schema(schema, llama32, whitespace=whitespace)
+    validator = jsonschema.Draft202012Validator(schema)
+    values: list[Any] = [["a", "b"], [], ["a", "a"], [{"x": 1}, "a", {"x": 1}], [{"x": 1}, "b"]]
+    for v in ({"t": items} for items in values):
+        if whitespace == "pretty":
+            text = json.dumps(v, indent=2)
+        elif whitespace == "compact":
+            text = json.dumps(v, separators=(",", ":"))
+        else:
+            text = json.dumps(v)
+        assert _accepts(g, llama32, text) == validator.is_valid(v), (whitespace, text)
