@@ -1,7 +1,8 @@
 // artifact.cpp — the compiled-grammar byte format: writer and strict reader (see artifact.hpp).
 //
-// Format version 2 (2 added keyed groups: the member key and role of each production and the
-// group table; version 1 artifacts are refused with unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
+// Format version 3 (2 added keyed groups: the member key and role of each production and the
+// group table; 3 added each group's count bounds for %unique, unique.hpp; older artifacts are
+// refused with unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
 // unsigned LEB128 varints (at most 10 bytes, minimal: no trailing zero byte), strings are a
 // varint length followed by that many bytes.
 //
@@ -25,7 +26,9 @@
 //                    key, else a declared key index + 2), u8 role (0 parse and min, 1 parse
 //                    only, 2 min only).
 //   keyed groups     varint count G; each: varint nonterminal (< N), varint key count, varint
-//                    count R then R varints: the required key indices (ascending, < key count).
+//                    count R then R varints: the required key indices (ascending, < key count),
+//                    varint minimum count (<= key count; 1 for a plain keyed group), varint
+//                    maximum count (< key count; 0 = no bound).
 //                    Their consistency with the productions is checked by Grammar::finalize.
 //   terminals        varint count T; each: u8 kind (0 regex, 1 token, 2 slot), string text (the
 //                    printed /regex/, the token or the slot as written), then
@@ -264,6 +267,8 @@ std::string to_artifact(const CompiledGrammar& cg) {
     w.varint(k.n_keys);
     w.varint(k.required.size());
     for (std::uint32_t r : k.required) w.varint(r);
+    w.varint(k.min_count);
+    w.varint(k.max_count);
   }
   w.varint(g.terminals.size());
   for (const Terminal& t : g.terminals) {
@@ -417,6 +422,9 @@ std::shared_ptr<const CompiledGrammar> load_artifact(std::string_view data, std:
     if (nreq > k.n_keys) throw corrupt("a keyed group requires more keys than it has", r.pos());
     for (std::size_t i = 0; i < nreq; ++i)
       k.required.push_back(static_cast<std::uint32_t>(r.below(k.n_keys, "keyed group required key")));
+    // Count bounds (unique.hpp); their consistency is checked by Grammar::finalize.
+    k.min_count = static_cast<std::uint32_t>(r.below(std::uint64_t{k.n_keys} + 1, "unique group minimum count"));
+    k.max_count = static_cast<std::uint32_t>(r.below(std::uint64_t{k.n_keys} + 1, "unique group maximum count"));
   }
 
   at = r.pos();

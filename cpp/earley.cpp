@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "unique.hpp"
+
 namespace corral {
 namespace {
 constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max() / 4;
@@ -70,8 +72,13 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
                        std::uint32_t aux) {
   // Keyed groups: an item that would add a key its group has already seen is never created, so
   // no byte (and no token) can start a duplicate key (keyed.hpp).
+  // Unique groups (unique.hpp): nor one that would hold more than max_count keys.
   const std::int32_t key = g_->productions[prod].key;
-  if (key >= 0 && aux != 0 && keys_.has(aux, static_cast<std::uint32_t>(key))) return;
+  if (key >= 0 && aux != 0) {
+    if (keys_.has(aux, static_cast<std::uint32_t>(key))) return;
+    const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(g_->group_of[static_cast<std::size_t>(g_->productions[prod].lhs)])];
+    if (kg.max_count != 0 && key_count(keys_, aux) >= kg.max_count) return;
+  }
   // Normalise the DFA state: items whose next symbol is a terminal carry one (the start state
   // when just predicted or advanced); all others carry -1.
   std::uint32_t pos = g_->rhs_begin[prod] + dot;
@@ -143,7 +150,9 @@ bool EarleyParser::close_set() {
       // past it only when every required key is among them (keyed.hpp).
       const std::int32_t grp = g_->group_of[static_cast<std::size_t>(lhs)];
       const std::uint32_t out = grp >= 0 ? out_keys(it) : 0;
-      const bool closes = grp < 0 || keys_.has_all(out, g_->keyed[static_cast<std::size_t>(grp)].required);
+      // Unique groups (unique.hpp) also need min_count keys.
+      const KeyedGroup* kg = grp >= 0 ? &g_->keyed[static_cast<std::size_t>(grp)] : nullptr;
+      const bool closes = !kg || (keys_.has_all(out, kg->required) && (kg->min_count <= 1 || key_count(keys_, out) >= kg->min_count));
       const std::size_t ob = set_start_[it.origin], oe = set_start_[it.origin + 1];
       for (std::size_t j = ob; j < oe; ++j) {
         const Item& p = items_[j];
@@ -307,7 +316,7 @@ std::uint64_t EarleyParser::missing_cost(const Item& it) const {
   for (std::uint32_t r : kg.required)
     if (static_cast<std::int32_t>(r) != key && !keys_.has(it.aux, r))
       cost = std::min(kInf, cost + g_->suffix_cost(static_cast<std::uint32_t>(kg.rec_prod[r]), 1));
-  return cost;
+  return std::min(kInf, cost + count_missing_cost(*g_, kg, keys_, it.aux, key));
 }
 
 void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t cap) const {
@@ -321,6 +330,7 @@ void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t 
     for (std::uint32_t q = g_->rhs_begin[p] + 1; q < g_->rhs_begin[p + 1]; ++q)
       g_->append_min_string(g_->rhs_flat[q], dfas_, out, cap);
   }
+  append_count_missing(*g_, kg, keys_, it.aux, key, dfas_, out, cap);
 }
 
 std::array<std::uint64_t, 4> EarleyParser::next_bytes() const {

@@ -27,7 +27,7 @@ struct Item {
   std::uint32_t dot;
   std::uint32_t origin;
   std::int32_t dstate;  // DFA state of the terminal after the dot; -1 when none
-  std::uint32_t aux = 0;  // keyed groups: id of the set of keys seen (KeySets, keyed.hpp)
+  std::uint32_t aux = 0;  // keyed and unique groups: id of the set of keys seen (KeySets, keyed.hpp, unique.hpp)
 };
 
 class EarleyParser {

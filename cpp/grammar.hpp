@@ -34,6 +34,9 @@ struct KeyedAst {
   std::vector<NodePtr> members;        // declared members, key index = position
   std::vector<std::uint32_t> required;  // key indices, ascending
   NodePtr extra;                       // null: no undeclared members
+  // `%unique{min,max}(sep; item, ...)` (unique.hpp): a group of distinct items whose number is
+  // bounded; max_count 0 means no bound but the number of members.
+  std::uint32_t min_count = 1, max_count = 0;
 };
 
 struct RuleAst {
@@ -124,6 +127,11 @@ struct KeyedGroup {
   // Derived by finalize: per key, the production `nt ::= nt sep member_key` (its symbols from
   // index 1 spell "one more member"), used by shortest completions to add missing keys.
   std::vector<std::int32_t> rec_prod;
+  // Count bounds (unique.hpp): at least min_count and at most max_count declared keys (0: no
+  // upper bound). Groups with bounds have no required keys and no undeclared-key member.
+  std::uint32_t min_count = 1, max_count = 0;
+  // Derived by finalize (unique.hpp): keys in order of the cost of one more such member.
+  std::vector<std::uint32_t> cheap_order;
 };
 
 struct Terminal {

@@ -20,6 +20,7 @@
 #include "compile_times.hpp"
 #include "grammar.hpp"
 #include "keyed.hpp"
+#include "unique.hpp"
 
 namespace corral {
 namespace {
@@ -292,7 +293,11 @@ class Lowerer {
     grp.nt = nt;
     grp.n_keys = static_cast<std::uint32_t>(k.members.size());
     grp.required = k.required;
-    const std::uint8_t role = k.required.empty() ? kParseAndMin : kParseOnly;
+    // Count bounds (unique.hpp); a maximum of at least the member count bounds nothing.
+    grp.min_count = k.min_count;
+    grp.max_count = k.max_count >= grp.n_keys ? 0 : k.max_count;
+    const bool min_only = !k.required.empty() || k.min_count > 1;
+    const std::uint8_t role = min_only ? kParseOnly : kParseAndMin;
     std::vector<Seq> seqs;
     auto add_member = [&](const NodePtr& member, const Seq& m, std::int32_t key) {
       Seq rec{Symbol::nonterminal(nt)};
@@ -313,11 +318,15 @@ class Lowerer {
       const NodePtr extra = substitute(k.extra);
       add_member(extra, lower_seq(extra), kExtraKey);
     }
-    if (!k.required.empty()) {
+    if (min_only) {
+      // The required members in order, or the first min_count items of a unique group.
+      std::vector<std::uint32_t> firsts = k.required;
+      if (firsts.empty())
+        for (std::uint32_t j = 0; j < k.min_count; ++j) firsts.push_back(j);
       Seq all;
-      for (std::size_t i = 0; i < k.required.size(); ++i) {
+      for (std::size_t i = 0; i < firsts.size(); ++i) {
         if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());
-        const Seq& m = seqs[k.required[i]];
+        const Seq& m = seqs[firsts[i]];
         all.insert(all.end(), m.begin(), m.end());
       }
       add_alternatives(nt, {all});
@@ -803,6 +812,7 @@ void Grammar::finalize() {
     for (std::size_t d = 0; d <= rhs.size(); ++d) suffix_min.push_back(suf[d]);
   }
   rhs_begin[productions.size()] = static_cast<std::uint32_t>(rhs_flat.size());
+  finalize_unique(*this);  // (orders members by suffix_min)
 }
 
 void Grammar::append_min_string(Symbol s, const Dfa* const* dfas, std::string& out, std::size_t cap) const {
@@ -905,6 +915,9 @@ std::string Grammar::to_string() const {
       const KeyedGroup& k = keyed[static_cast<std::size_t>(group_of[nt])];
       out += "  # keyed group (keyed.hpp): " + std::to_string(k.n_keys) + " keys, each at most once; required:";
       for (std::uint32_t r : k.required) out += " " + std::to_string(r);
+      if (has_count_bounds(k))
+        out += "; items " + std::to_string(k.min_count) + ".." + (k.max_count ? std::to_string(k.max_count) : std::string("n")) +
+               " (unique.hpp)";
     }
     out += "\n";
   }

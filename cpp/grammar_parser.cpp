@@ -141,33 +141,45 @@ class GrammarParser {
   // required member, the optional third part is the member for undeclared keys. The rule's
   // body becomes a placeholder that references every part and the rule itself, so the
   // regularity analysis (which only reads bodies) treats it as recursive.
+  //
+  // `%unique{min,max}(sep; item, item, ...)` (unique.hpp): the same group with count bounds and
+  // neither required members nor undeclared keys; `{min,}` has no upper bound, no braces is `{1,}`.
   void parse_keyed(std::int32_t idx) {
     const std::size_t start = pos_;
-    if (!consume("%keyed")) fail("expected `%keyed(` (the only `%` form)");
+    auto k = std::make_shared<KeyedAst>();
+    const bool unique = consume("%unique");
+    if (unique) {
+      parse_count_bounds(*k);
+    } else if (!consume("%keyed")) {
+      fail("expected `%keyed(` or `%unique(` (the only `%` forms)");
+    }
+    const char* form = unique ? "%unique" : "%keyed";
     skip_ws();
-    if (!consume("(")) fail("expected `(` after %keyed");
+    if (!consume("(")) fail(std::string("expected `(` after ") + form);
     const bool outer = in_keyed_;
     in_keyed_ = true;
-    auto k = std::make_shared<KeyedAst>();
     auto expr = [&](const char* what) {
       skip_ws();
       const std::size_t at = pos_;
       NodePtr n = parse_alternatives(1);
-      if (n->kind == NodeKind::Empty && pos_ == at) fail(std::string("expected ") + what + " in %keyed(...)");
+      if (n->kind == NodeKind::Empty && pos_ == at) fail(std::string("expected ") + what + " in " + form + "(...)");
       skip_ws();
       return n;
     };
     k->sep = expr("a separator");
-    if (!consume(";")) fail("expected `;` after the %keyed separator");
+    if (!consume(";")) fail(std::string("expected `;` after the ") + form + " separator");
     while (true) {
       skip_ws();
-      const bool req = consume("!");
+      const bool req = !unique && consume("!");
       if (req) k->required.push_back(static_cast<std::uint32_t>(k->members.size()));
-      k->members.push_back(expr("a member"));
+      k->members.push_back(expr(unique ? "an item" : "a member"));
       if (!consume(",")) break;
     }
-    if (consume(";")) k->extra = expr("the member for undeclared keys");
-    if (!consume(")")) fail("expected `)` to close %keyed( opened at " + where(start));
+    if (!unique && consume(";")) k->extra = expr("the member for undeclared keys");
+    if (!consume(")")) fail(std::string("expected `)` to close ") + form + "( opened at " + where(start));
+    if (unique && k->min_count > k->members.size())
+      fail_at(start, "%unique needs at least " + std::to_string(k->min_count) + " distinct items but lists only " +
+                         std::to_string(k->members.size()));
     in_keyed_ = outer;
     std::vector<NodePtr> parts{k->sep};
     parts.insert(parts.end(), k->members.begin(), k->members.end());
@@ -176,6 +188,30 @@ class GrammarParser {
     RuleAst& r = ast_.rules[static_cast<std::size_t>(idx)];
     r.body = make_alt(std::move(parts), start);
     r.keyed = std::move(k);
+  }
+
+  // `{min,max}` / `{min,}` after %unique (absent: {1,}).
+  void parse_count_bounds(KeyedAst& k) {
+    if (!consume("{")) return;
+    auto number = [&](const char* what) {
+      const std::size_t at = pos_;
+      std::uint64_t v = 0;
+      while (!at_end() && peek() >= '0' && peek() <= '9') {
+        v = v * 10 + static_cast<std::uint64_t>(peek() - '0');
+        if (v > (1u << 30)) fail_at(at, std::string("the ") + what + " count of %unique is too large");
+        ++pos_;
+      }
+      if (pos_ == at) fail(std::string("expected the ") + what + " count in %unique{min,max}");
+      return static_cast<std::uint32_t>(v);
+    };
+    const std::size_t at = pos_;
+    k.min_count = number("minimum");
+    if (!consume(",")) fail("expected `,` in %unique{min,max}");
+    k.max_count = peek() == '}' ? 0 : number("maximum");
+    if (!consume("}")) fail("expected `}` to close %unique{min,max}");
+    if (k.min_count < 1) fail_at(at, "the minimum count of %unique must be at least 1 (write the empty case outside it)");
+    if (k.max_count != 0 && k.max_count < k.min_count)
+      fail_at(at, "the maximum count of %unique is below its minimum");
   }
 
   std::string parse_name() {

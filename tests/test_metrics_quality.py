@@ -25,11 +25,13 @@ MODEL = "SmolLM2-135M-Instruct"
 VOCAB_WIDTH = 49152  # SmolLM2's vocabulary: the mask's width
 WORD = {"type": "object", "properties": {"word": {"type": "string", "maxLength": 12}}, "required": ["word"]}
 STORY = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}
-# Every output violates these: two zeros are never unique; every integer "a" is a multiple of 1,
-# which "not" forbids (a complement the grammar cannot write, so it is checked after decoding).
+# Every output violates these: two empty strings are never unique (string items stay checked
+# after decoding; a finite item set such as one integer would be refused at compile time); every
+# integer "a" is a multiple of 1, which "not" forbids (a complement the grammar cannot write, so
+# it is checked after decoding).
 NOT_UNIQUE = {
     "type": "array",
-    "items": {"type": "integer", "minimum": 0, "maximum": 0},
+    "items": {"type": "string", "maxLength": 0},
     "minItems": 2,
     "maxItems": 2,
     "uniqueItems": True,

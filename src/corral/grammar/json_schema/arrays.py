@@ -1,5 +1,6 @@
 """Arrays: ``prefixItems``/``items`` (and draft-07 array ``items``/``additionalItems``),
-``minItems``/``maxItems``, and ``contains`` with ``minContains``/``maxContains``.
+``minItems``/``maxItems``, ``contains`` with ``minContains``/``maxContains``, and
+``uniqueItems`` (unique_items.py: in the mask for small finite item sets).
 
 In:  a schema's array keywords.
 Out: the grammar of the array: positions in order, each a child rule one container level
@@ -22,11 +23,11 @@ from typing import Any
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar.containers import FIRST, NONEMPTY, ArrayItems, TooManyStates
 from corral.grammar.json_schema.composition import _complement
-from corral.grammar.json_schema.core import ConverterCore
+from corral.grammar.json_schema.unique_items import UniqueItemsMixin
 from corral.grammar.json_schema.util import _count, _NoValue, _ptr
 
 
-class ArraysMixin(ConverterCore):
+class ArraysMixin(UniqueItemsMixin):
     def array_body(self, schema: dict[str, Any], pointer: str) -> str:
         ws = self.ws
         prefix = schema.get("prefixItems", [])
@@ -46,6 +47,18 @@ class ArraysMixin(ConverterCore):
                 raise SchemaError(
                     f"minItems {lo} needs more items than prefixItems allows", _ptr(pointer, "minItems")
                 )
+        if self.unique_check(schema, pointer, hi is not None and hi <= 1):
+            # uniqueItems: in the mask when the items come from a small finite set (unique_items).
+            plain = bool(prefix) or "contains" in schema or items is False
+            body = None if plain else self.unique_array(schema, pointer, items, lo, hi)
+            if body is not None:
+                return body
+            detail = (
+                "with prefixItems or contains" if plain else "the items are not a small finite set of values"
+            )
+            self.cannot_enforce(
+                _ptr(pointer, "uniqueItems"), "uniqueItems", f"checked after decoding ({detail})"
+            )
         elems: list[str] = []
         for i, p in enumerate(prefix):
             try:

@@ -96,11 +96,11 @@ _KNOWN = frozenset(
 # Keywords the grammar cannot (yet) express: kept for the post-decoding check. (multipleOf,
 # contains/minContains/maxContains, minProperties/maxProperties, dependentRequired,
 # dependentSchemas, dependencies, patternProperties and propertyNames are enforced where
-# expressible and reported by the type that uses them; if/then/else and not are enforced when
+# expressible and reported by the type that uses them, uniqueItems by arrays (unique_items.py:
+# in the mask for small finite item sets); if/then/else and not are enforced when
 # the complement of the condition / negated schema is expressible, see composition.py.)
 _POST_CHECKED = frozenset(
     {
-        "uniqueItems",
         "not",
         "if",
         "then",

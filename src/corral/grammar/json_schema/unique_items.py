@@ -1,0 +1,187 @@
+"""``uniqueItems`` enforced in the mask, for arrays whose items come from a finite set of values.
+
+In:  an array schema with ``uniqueItems: true``, its ``items`` schema and item-count bounds.
+Out: the array's grammar as one unique group (``%unique{min,max}(sep; v0, v1, ...)``,
+     cpp/unique.hpp): one member per distinct item value, in any order, each at most once. The
+     matcher keeps, per open array, the interned set of the values it has closed, so a token
+     that would start a value already written is never allowed, and the array cannot close
+     before ``minItems`` distinct values nor grow past ``maxItems``.
+
+Which item schemas: ``enum``/``const`` (scalars, objects, arrays), ``boolean``/``null`` types
+and bounded ``integer`` ranges, with sibling keywords that only filter the values (the values
+are kept when a draft 2020-12 validator accepts them under the whole item schema, as enum_body
+does). Values are told apart by JSON equality (``1``, ``1.0`` and ``1e0`` are one value,
+``"a"`` and ``"\\u0061"`` too): each member is ``literal_value`` of one value, which accepts
+every spelling of that value, so the members' languages are disjoint and a duplicate can never
+hide behind another spelling.
+
+Bounds: at most ``MAX_UNIQUE_VALUES`` (32) distinct values: the matcher's per-array set is a
+bitset of that many bits and the grammar has two productions per value, but what sets the cap is
+the mask: each set of values seen is a new frontier of up to that many member terminals, walked
+cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
+64 give 15 ms, 101 give 34 ms). Past the cap, for infinite item
+sets (``type: string``, unbounded numbers, objects that are not enum values) and with
+``prefixItems`` or ``contains``, the keyword stays in the report as checked after decoding —
+never silently unenforced.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from corral.errors import SchemaError
+from corral.grammar.json_schema.core import ConverterCore
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _NUMBER_KEYS, _STRING_KEYS
+from corral.grammar.json_schema.util import _NoValue, _ptr
+
+#: The most distinct item values a unique array is enforced for (see the module docstring).
+MAX_UNIQUE_VALUES = 32
+# Item-schema keywords that only filter a finite value set (anything else: not handled here).
+_FILTERS = frozenset({"enum", "const", "type", *_NUMBER_KEYS, *_STRING_KEYS})
+# Bounded integer ranges wider than this are not enumerated.
+_MAX_RANGE = 4 * MAX_UNIQUE_VALUES
+
+
+def canonical(v: Any) -> str | None:
+    """A text equal for exactly the JSON-equal values (numbers by value, keys in any order), or
+    None for a value that is not JSON (a non-finite number)."""
+    if v is None or isinstance(v, bool):
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        d = Decimal(str(v))
+        return "n0" if d == 0 else "n" + str(d.normalize())
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        parts = [canonical(x) for x in v]
+        return None if None in parts else "[" + ",".join(p for p in parts if p is not None) + "]"
+    if isinstance(v, dict):
+        out = []
+        for k in sorted(v):
+            c = canonical(v[k])
+            if c is None or not isinstance(k, str):
+                return None
+            out.append(json.dumps(k, ensure_ascii=False) + ":" + c)
+        return "{" + ",".join(out) + "}"
+    return None
+
+
+class UniqueItemsMixin(ConverterCore):
+    if TYPE_CHECKING:
+        # literals.py
+        def literal_value(self, v: Any, pointer: str, integer_only: bool = False) -> str: ...
+
+    def finite_item_values(self, items: Any, pointer: str) -> tuple[list[list[Any]], bool] | None:
+        """The distinct values an item schema allows (each as its listed forms: one value, or an
+        object listed with its keys in several orders), when they are few (at most
+        MAX_UNIQUE_VALUES) and the schema only filters them, and whether integers take their
+        canonical spelling; None otherwise (also when no value fits: the plain path says so)."""
+        from corral.grammar.json_schema.literals import _quick_check
+
+        s = self.deref(items, pointer)
+        if not isinstance(s, dict) or not set(s) - _ANNOTATIONS <= _FILTERS:
+            return None
+        types = self.types_of(s, pointer) if "type" in s else []
+        if "const" in s:
+            candidates: list[Any] = [s["const"]]
+        elif "enum" in s:
+            if not isinstance(s["enum"], list) or len(s["enum"]) > _MAX_RANGE:
+                return None
+            candidates = list(s["enum"])
+        elif types and set(types) <= {"boolean", "null"}:
+            candidates = [
+                v for t, vs in (("boolean", [False, True]), ("null", [None])) if t in types for v in vs
+            ]
+        elif types == ["integer"]:
+            bound = [s.get(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")]
+            if any(b is not None and (isinstance(b, bool) or not isinstance(b, (int, float))) for b in bound):
+                return None
+            lows = [math.ceil(b) for b in bound[:2] if b is not None and math.isfinite(b)]
+            highs = [math.floor(b) for b in bound[2:] if b is not None and math.isfinite(b)]
+            if not lows or not highs or min(highs) - max(lows) > _MAX_RANGE:
+                return None
+            candidates = list(range(max(lows), min(highs) + 1))
+        else:
+            return None
+        # Per distinct value, its listed forms: JSON-equal enum entries are one value, and objects
+        # listed twice with their keys in two orders keep both orders (as a plain enum does).
+        kept: dict[str, list[Any]] = {}
+        for v in candidates:
+            key = canonical(v)
+            if key is None:
+                return None  # (not JSON: the plain path raises the error)
+            if key in kept:
+                if isinstance(v, dict) and all(list(v) != list(o) for o in kept[key]):
+                    kept[key].append(v)
+            elif _quick_check(s, v, pointer):
+                kept[key] = [v]
+        if not kept or len(kept) > MAX_UNIQUE_VALUES:
+            return None
+        return list(kept.values()), "integer" in types and "number" not in types
+
+    def unique_array(
+        self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
+    ) -> str | None:
+        """The array as a unique group (see the module docstring), or None when its item set is
+        not finite and small (the caller then reports uniqueItems as checked after decoding).
+        Raises _NoValue when minItems needs more distinct values than the items allow."""
+        where = _ptr(pointer, "items")
+        found = self.finite_item_values(items, where)
+        if found is None:
+            return None
+        values, integer_only = found
+        n = len(values)
+        if lo > n:
+            raise _NoValue(
+                f"minItems {lo} needs more distinct items than the {n} values the items schema allows",
+                _ptr(pointer, "uniqueItems"),
+            )
+        top = n if hi is None else min(hi, n)
+        self.depth += 1  # the items are one container level deeper (their literals' layout)
+        try:
+            members = [
+                " | ".join(self.literal_value(v, where, integer_only) for v in forms) for forms in values
+            ]
+        finally:
+            self.depth -= 1
+        opening, sep, closing, _ = self.layout()
+        group = self.new_rule("unique")
+        parts = ", ".join(f"( {m} )" for m in members)
+        self.rules[group] = f"%unique{{{max(lo, 1)},{top}}}( {sep} ; {parts} )"
+        for key in ("minItems", "maxItems", "items"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        self.note(
+            _ptr(pointer, "uniqueItems"),
+            "uniqueItems",
+            "enforced",
+            f"{n} distinct item values, kept by the matcher",
+        )
+        if self.pretty:
+            filled = f'"[" {opening} {group} {closing} "]"'
+            return filled if lo > 0 else f'"[" "]" | {filled}'
+        content = group if lo > 0 else f"( {group} )?"
+        return f'"[" {self.ws} {content} {self.ws} "]"'
+
+    def unique_check(self, schema: dict[str, Any], pointer: str, bounded_to_one: bool) -> bool:
+        """Read ``uniqueItems``: True when the array must be a unique group (the caller tries
+        unique_array); otherwise the keyword is reported here (no constraint, or trivially
+        enforced with at most one item)."""
+        if "uniqueItems" not in schema:
+            return False
+        unique = schema["uniqueItems"]
+        where = _ptr(pointer, "uniqueItems")
+        if not isinstance(unique, bool):
+            raise SchemaError("uniqueItems must be a boolean", where)
+        if not unique:
+            self.note(where, "uniqueItems", "enforced", "false: no constraint")
+            return False
+        if bounded_to_one:
+            self.note(where, "uniqueItems", "enforced", "at most one item")
+            return False
+        return True
