@@ -174,9 +174,61 @@ def test_enum_type_fast_path_agrees_with_jsonschema(types: Any) -> None:
     for v in _VALUES:
         expected = jsonschema.Draft202012Validator({"type": types}).is_valid(v)
         assert literals._type_check(types, v) is expected, (types, v)
-        assert literals._quick_check({"type": types}, v) is expected, (types, v)
+        assert literals._satisfies({"type": types, "x-note": 1}, v) is expected, (types, v)
 
 
 @pytest.mark.parametrize("types", [[], "integerx", ["string", 3], 7, None])
 def test_enum_type_fast_path_leaves_odd_type_keywords_to_the_validator(types: Any) -> None:
     assert literals._type_check(types, 1) is None
+
+
+def test_the_fast_path_knows_every_keyword_jsonschema_reads() -> None:
+    # A keyword the validator reads but the fast path took for an annotation would let an enum
+    # value through that the schema excludes.
+    jsonschema = pytest.importorskip("jsonschema")
+    assert set(jsonschema.Draft202012Validator.VALIDATORS) <= literals._VALIDATING
+
+
+def test_the_fast_path_leaves_validating_siblings_to_the_validator() -> None:
+    assert literals._satisfies({"type": "string", "maxLength": 2}, "abc") is False
+    assert literals._satisfies({"type": "string", "x-prompt": "?"}, "abc") is True
+    assert literals._satisfies({"x-prompt": "?"}, 3) is True
+
+
+def _regex_terminal_reference(pattern: str, flag: str) -> str:
+    # The definition: escape sequences copied, a bare `/` escaped (the character loop it was).
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        out.append("\\/" if pattern[i] == "/" else pattern[i])
+        i += 1
+    return "/" + "".join(out) + "/" + flag
+
+
+def test_regex_terminal_escapes_as_the_definition_says() -> None:
+    from corral.grammar.json_schema.util import _regex_terminal
+
+    rng = random.Random(0)
+    for _ in range(5000):
+        p = "".join(rng.choice("ab/\\\n.") for _ in range(rng.randrange(0, 10)))
+        assert _regex_terminal(p, "j") == _regex_terminal_reference(p, "j"), repr(p)
+
+
+def test_not_in_regex_is_the_exact_complement() -> None:
+    import re
+
+    from corral.grammar.json_schema.patterns import _not_in_regex
+
+    rng = random.Random(1)
+    alphabet = "ab.-é\\]^"
+    for _ in range(300):
+        n = rng.randrange(0, 5)
+        names = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 4))) for _ in range(n)]
+        rx = re.compile(_not_in_regex(names), re.S)
+        assert _not_in_regex(list(names)) == rx.pattern  # memoised: the same text again
+        for _ in range(30):
+            s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5)))
+            assert (rx.fullmatch(s) is not None) is (s not in names), (names, s)
