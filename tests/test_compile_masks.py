@@ -4,8 +4,8 @@ Every speed-up of the compile path (automaton memo, lazy or shared construction,
 probes, converter fast paths) has to leave each grammar's masks bit for bit as they were. Each
 schema below is compiled on the SmolLM2 vocabulary and walked along seeded random paths of
 allowed tokens; every mask on the way (and the token taken) goes into a SHA-256. The digests
-were recorded with main's engine before the compile work of issue 12 part 2 (main ``b205a8a``),
-so a changed mask, a changed path or a changed grammar text fails here.
+were recorded before the compile work of issue 12 part 2 (main ``f55a2a3``'s engine, the lead's
+converter at ``b205a8a``), so a changed mask, a changed path or a changed grammar text fails here.
 
 The enum filter's fast path (``literals._type_check``) is compared with jsonschema's own
 verdicts on every JSON type.
@@ -232,3 +232,21 @@ def test_not_in_regex_is_the_exact_complement() -> None:
         for _ in range(30):
             s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5)))
             assert (rx.fullmatch(s) is not None) is (s not in names), (names, s)
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_compile_stage_counters_run_on_either_clock(smollm2: corral.Tokenizer, cpu: bool) -> None:
+    from corral import _native
+
+    _native.set_compile_clock(cpu)
+    _native.clear_engine_caches()  # (a memoised automaton would cost next to nothing)
+    try:
+        before = _native.compile_times()
+        corral.compile_grammar('root ::= "\\"" /[a-z]{1,8}x(?s:.){0,3}/j "\\""', smollm2)
+        after = _native.compile_times()
+    finally:
+        _native.set_compile_clock(False)
+    assert after["compiles"] == before["compiles"] + 1
+    spent = {k: after[k] - before[k] for k in ("parse_ms", "lower_ms", "automata_ms", "bind_ms")}
+    assert all(v >= 0 for v in spent.values()), spent
+    assert spent["automata_ms"] > 0, spent  # a DFA was built, on whichever clock
