@@ -346,6 +346,10 @@ NB_MODULE(_core, m) {
         "The calling thread's cumulative compile-stage times in ms (parse, lower without "
         "automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks "
         "take differences around a call.");
+  m.def("set_compile_clock", [](bool cpu) { set_stage_clock_cpu(cpu); }, "cpu"_a,
+        "Stage timers of compile_times read each thread's CPU clock (True) or the steady wall "
+        "clock (False, the default; a CPU clock read is a system call): for benchmarks on a "
+        "loaded machine.");
   m.def("clear_engine_caches",
         []() {
           clear_automaton_memo();

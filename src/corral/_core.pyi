@@ -154,6 +154,11 @@ def compile_times() -> dict[str, float]:
     The calling thread's cumulative compile-stage times in ms (parse, lower without automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks take differences around a call.
     """
 
+def set_compile_clock(cpu: bool) -> None:
+    """
+    Stage timers of compile_times read each thread's CPU clock (True) or the steady wall clock (False, the default; a CPU clock read is a system call): for benchmarks on a loaded machine.
+    """
+
 def clear_engine_caches() -> None:
     """
     Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a process's first compile; the per-vocabulary mask pool stays).

@@ -29,6 +29,7 @@ __all__ = [
     "error_types",
     "fill_next_token_bitmasks",
     "probe_expression",
+    "set_compile_clock",
 ]
 
 #: A vocabulary as byte strings plus special/EOS ids and width (shared by every grammar on it).
@@ -46,6 +47,8 @@ compile_regex = _core.compile_regex
 compile_grammar = _core.compile_grammar
 #: () -> this thread's cumulative compile-stage times in ms (benchmarks take differences).
 compile_times = _core.compile_times
+#: (cpu: bool) -> compile_times' stages on each thread's CPU clock (True) or the wall clock.
+set_compile_clock = _core.set_compile_clock
 #: () -> forget the engine's process-wide automaton memos (benchmarks of a first compile).
 clear_engine_caches = _core.clear_engine_caches
 #: () -> entries, bytes, hits, misses of the process-wide automaton memo.

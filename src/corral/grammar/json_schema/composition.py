@@ -34,7 +34,7 @@ from typing import Any
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _KNOWN, _NOT_MATCHING, _PLAIN_NUMBERS
-from corral.grammar.json_schema.literals import _quick_check
+from corral.grammar.json_schema.literals import _satisfies
 from corral.grammar.json_schema.util import _has_ref, _json_equal, _kind, _NoValue, _ptr
 
 
@@ -85,9 +85,7 @@ class CompositionMixin(ConverterCore):
                 return None  # (a $ref cannot be followed by the filter's validator)
             if "const" in rest and "enum" in rest and isinstance(rest["enum"], list):
                 values = [v for v in values if any(_json_equal(v, e) for e in rest["enum"])]
-            kept = [
-                v for v in values if sub is False or (sub is not True and not _quick_check(sub, v, where))
-            ]
+            kept = [v for v in values if sub is False or (sub is not True and not _satisfies(sub, v, where))]
             if not kept:
                 raise _NoValue("every enum/const value matches the schema under not", where)
             self.note(where, "not", "enforced", "enum/const values that match it are left out")

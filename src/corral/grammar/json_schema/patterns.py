@@ -14,6 +14,7 @@ Unicode meaning. ``_not_in_regex(names)`` matches exactly the strings not in ``n
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from corral.errors import LimitExceeded
@@ -174,6 +175,13 @@ def _escaped_at_end(body: str) -> bool:
 
 def _not_in_regex(names: list[str]) -> str:
     """A regex matching every string except those in `names` (exact complement of a finite set)."""
+    # Memoised by the names in their order (the output lists a node's children in order of first
+    # appearance): schemas repeat an object's declared keys wherever its definition is used.
+    return _not_in_regex_of(tuple(names))
+
+
+@lru_cache(maxsize=1024)
+def _not_in_regex_of(names: tuple[str, ...]) -> str:
     # Walk the trie of names: at each node, a string that leaves the trie (or stops at a node that
     # is not a name, or continues past a leaf) is fine.
     trie: dict[str, Any] = {}
@@ -182,23 +190,28 @@ def _not_in_regex(names: list[str]) -> str:
         for ch in n:
             node = node.setdefault(ch, {})
         node[""] = {}
-
+    esc = _escape_char
     # Built bottom-up with an explicit stack (a name's length must not become Python recursion).
     done: dict[int, str] = {}
     stack: list[tuple[dict[str, Any], bool]] = [(trie, False)]
     while stack:
         node, expanded = stack.pop()
-        kids = {c: v for c, v in node.items() if c}
         if not expanded:
             stack.append((node, True))
-            stack.extend((sub, False) for sub in kids.values())
+            stack.extend((sub, False) for c, sub in node.items() if c)
             continue
-        alts = []
-        if "" not in node:
-            alts.append("")  # stopping here is not a name
-        leave = "".join(re.escape(c) for c in kids)
-        alts.append(f"[^{leave}](?s:.)*" if kids else "(?s:.)+")
-        for c, sub in kids.items():
-            alts.append(re.escape(c) + "(?:" + done.pop(id(sub)) + ")")
+        stops = "" in node
+        kids = [(c, sub) for c, sub in node.items() if c]
+        alts = [] if stops else [""]  # stopping here is not a name
+        if kids:
+            alts.append("[^" + "".join(esc(c) for c, _ in kids) + "](?s:.)*")
+            alts.extend(esc(c) + "(?:" + done.pop(id(sub)) + ")" for c, sub in kids)
+        else:
+            alts.append("(?s:.)+")
         done[id(node)] = "|".join(alts)
     return done[id(trie)]
+
+
+@lru_cache(maxsize=4096)
+def _escape_char(c: str) -> str:
+    return re.escape(c)

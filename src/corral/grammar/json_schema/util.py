@@ -12,6 +12,7 @@ arguments only. ``_regex_terminal`` never lets a pattern end its terminal early 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -58,17 +59,20 @@ def _regex_terminal(pattern: str, flag: str = "") -> str:
     """A /regex/ terminal; with flag "j" (or "c") matched as JSON string contents in every (or the
     canonical) spelling. An unescaped `/` would end the terminal, so it is escaped; escape
     sequences are copied as they are."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        out.append("\\/" if c == "/" else c)
-        i += 1
-    return "/" + "".join(out) + "/" + flag
+    if "/" in pattern:
+        # One pass of the C regex engine (a character loop in Python was a tenth of the
+        # conversion of big schemas, whose key-complement patterns run to kilobytes).
+        pattern = _SLASH_OR_ESCAPE.sub(_escape_slash, pattern)
+    return "/" + pattern + "/" + flag
+
+
+# An escape sequence (copied as it is, so an escaped `/` stays escaped) or a bare `/`. A lone
+# trailing backslash matches neither and is copied.
+_SLASH_OR_ESCAPE = re.compile(r"\\.|/", re.S)
+
+
+def _escape_slash(m: re.Match[str]) -> str:
+    return "\\/" if m.group() == "/" else m.group()
 
 
 def _json_string_of(regex: str, flag: str = "j") -> str:

@@ -1,0 +1,252 @@
+"""Compile-time work must not change a mask: golden digests of seeded mask walks.
+
+Every speed-up of the compile path (automaton memo, lazy or shared construction, skipped
+probes, converter fast paths) has to leave each grammar's masks bit for bit as they were. Each
+schema below is compiled on the SmolLM2 vocabulary and walked along seeded random paths of
+allowed tokens; every mask on the way (and the token taken) goes into a SHA-256. The digests
+were recorded before the compile work of issue 12 part 2 (main ``f55a2a3``'s engine, the lead's
+converter at ``b205a8a``), so a changed mask, a changed path or a changed grammar text fails here.
+
+The enum filter's fast path (``literals._type_check``) is compared with jsonschema's own
+verdicts on every JSON type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import corral
+from corral.grammar.json_schema import literals
+
+# A corpus touching every compile path: counted strings, patterns, formats, enums, numbers with
+# bounds, nested and recursive objects, arrays, composition, negation, both property modes.
+SCHEMAS: list[dict[str, Any]] = [
+    {"type": "string", "minLength": 2, "maxLength": 12},
+    {"type": "string", "pattern": "^[0-9a-zA-Z_-]{1,40}$"},
+    {"type": "string", "format": "date-time"},
+    {"type": "integer", "minimum": -40, "maximum": 1234},
+    {"type": "number", "exclusiveMinimum": 0.5, "multipleOf": 0.25},
+    {"enum": ["red", "green", 3, None, [1, 2], {"a": 1}]},
+    {"type": "string", "enum": ["x", "y", 7, "zz"]},
+    {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "name": {"type": "string", "maxLength": 30},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3},
+            "kind": {"enum": ["a", "b"]},
+        },
+        "required": ["id", "name"],
+    },
+    {
+        "type": "object",
+        "properties": {"value": {"type": "number"}, "next": {"$ref": "#"}},
+        "required": ["value"],
+        "additionalProperties": False,
+    },
+    {
+        "$defs": {"pt": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}},
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/pt"}, "b": {"$ref": "#/$defs/pt"}, "c": {"$ref": "#/$defs/pt"}},
+    },
+    {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "array", "items": {"type": "integer"}}]},
+    {"oneOf": [{"type": "integer", "minimum": 10}, {"type": "integer", "maximum": 20}]},
+    {"type": "string", "not": {"enum": ["admin", "root"]}},
+    {
+        "type": "object",
+        "patternProperties": {"^x-": {"type": "string"}, "^[a-z]+$": {"type": "integer"}},
+        "additionalProperties": False,
+    },
+    {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "null"}], "items": False},
+    {
+        "type": "object",
+        "properties": {
+            "email": {"type": "string", "format": "email"},
+            "uuid": {"type": "string", "format": "uuid"},
+            "when": {"type": "string", "format": "date"},
+        },
+    },
+]
+
+# (schema index, extra_properties) -> digest of two seeded walks of 40 steps.
+GOLDEN: dict[str, str] = {
+    "0-schema": "37ca6185e2f629e8194af9be9c7f6dd2b8d37a9df93325fee5e7737dabd0d019",
+    "0-spec": "37ca6185e2f629e8194af9be9c7f6dd2b8d37a9df93325fee5e7737dabd0d019",
+    "1-schema": "904926c25b4ba547802a9441f01bd9a7c5506a4a5d541db9cc58e3d9bedad262",
+    "1-spec": "904926c25b4ba547802a9441f01bd9a7c5506a4a5d541db9cc58e3d9bedad262",
+    "2-schema": "bcee6ab86df1f12e9cefdf334989e8c8872193e7c64cc579077c38895e3bfe78",
+    "2-spec": "bcee6ab86df1f12e9cefdf334989e8c8872193e7c64cc579077c38895e3bfe78",
+    "3-schema": "6e8e2e1811ee5dab04d2c05a4c7a228b4a0c79a59caa0c30f41ac04e1d1d31c5",
+    "3-spec": "6e8e2e1811ee5dab04d2c05a4c7a228b4a0c79a59caa0c30f41ac04e1d1d31c5",
+    "4-schema": "0536464567e4191cfb68dd39c99c4c5cfb9d4ec7becb9584e86d222af3dd728e",
+    "4-spec": "0536464567e4191cfb68dd39c99c4c5cfb9d4ec7becb9584e86d222af3dd728e",
+    "5-schema": "6b0adc6f04adbfbdc2836b6f48aa2960becf3c06d625b51b7fea72271eb3caa9",
+    "5-spec": "6b0adc6f04adbfbdc2836b6f48aa2960becf3c06d625b51b7fea72271eb3caa9",
+    "6-schema": "e46ef3983f62ae18250926287a477b58fd3eaf7963f61fb8188b6e8a8eaf6d4e",
+    "6-spec": "e46ef3983f62ae18250926287a477b58fd3eaf7963f61fb8188b6e8a8eaf6d4e",
+    "7-schema": "df644d2c0af319a1b71490153e4f49386a2ee546f7023c488e2a8d772a59afcb",
+    "7-spec": "50e6cec52c400e424ca77b7c1f9de7089b80f66f838921e7e451788d519c24cb",
+    "8-schema": "7cb3cb96dc8ebf52bb2b4066a83cd5fb1362fec78c77281e3d36fff0fa9c4d9f",
+    "8-spec": "d312bf979a036d0692864d4b6fb81b1ca3e3d9770742ba28c92497db66131071",
+    "9-schema": "034afdbeedf9fc732ddf819840d73b3622ff5e67007623c187185d29ebe8f633",
+    "9-spec": "6e283d0a7409f01826ca2ddc91566f0e8f136c28e99a0ff22ccbf4f1c8adccac",
+    "10-schema": "4d1363695840c690fef082140fd6246afb9dd26b5329242b0c3e68745ec4b279",
+    "10-spec": "4d1363695840c690fef082140fd6246afb9dd26b5329242b0c3e68745ec4b279",
+    "11-schema": "7c0f97c6050d150ce948dd35d1d8360c7a761e4e23775b990b9f1c75356147dc",
+    "11-spec": "7c0f97c6050d150ce948dd35d1d8360c7a761e4e23775b990b9f1c75356147dc",
+    "12-schema": "881560514a21b4f90e9a212f9fd4ec58ee254102a806b5476667194715e09872",
+    "12-spec": "881560514a21b4f90e9a212f9fd4ec58ee254102a806b5476667194715e09872",
+    "13-schema": "0b06450f5c7eb7b6322ddffcae5e4cc0c268c0b503e08e81a3e888ec17801aa2",
+    "13-spec": "0b06450f5c7eb7b6322ddffcae5e4cc0c268c0b503e08e81a3e888ec17801aa2",
+    "14-schema": "e5dd4ed5cdb12d4d6dafdd09ebe280a3864cd93c17c910e1527b6777ae9ebf05",
+    "14-spec": "e5dd4ed5cdb12d4d6dafdd09ebe280a3864cd93c17c910e1527b6777ae9ebf05",
+    "15-schema": "f67cd9af80a2acb6f2e9ea6c17382e4cbf86bb5e4f1fa4b35412e8bd206490f0",
+    "15-spec": "c2057cff3fad11f4f3cd3eceaf14a306ca26a4bb4315281b8d05806398986abf",
+}
+
+STEPS = 40
+SEEDS = (1, 2)
+
+
+def walk_digest(g: corral.CompiledGrammar, tok: corral.Tokenizer) -> str:
+    h = hashlib.sha256(g.grammar_source.encode())
+    for seed in SEEDS:
+        rng = random.Random(seed)
+        m = g.matcher()
+        bm = corral.allocate_bitmask(1, tok)
+        for _ in range(STEPS):
+            m.fill_next_token_bitmask(bm, 0)
+            h.update(bm.tobytes())
+            allowed = np.flatnonzero(np.unpackbits(bm.view(np.uint8), bitorder="little"))
+            allowed = allowed[allowed < tok.vocab_size]
+            if m.is_terminated() or not len(allowed):
+                break
+            t = int(allowed[rng.randrange(len(allowed))])
+            h.update(t.to_bytes(4, "little"))
+            assert m.accept_token(t)
+            if m.is_terminated():
+                break
+    return h.hexdigest()
+
+
+def _key(i: int, extra: str) -> str:
+    return f"{i}-{extra}"
+
+
+@pytest.mark.parametrize("extra", ["schema", "spec"])
+@pytest.mark.parametrize("i", range(len(SCHEMAS)))
+def test_masks_unchanged(smollm2: corral.Tokenizer, i: int, extra: str) -> None:
+    g = corral.compile_json_schema(SCHEMAS[i], smollm2, extra_properties=extra)
+    assert walk_digest(g, smollm2) == GOLDEN[_key(i, extra)]
+
+
+def test_the_digest_sees_a_one_token_change(smollm2: corral.Tokenizer) -> None:
+    # The harness can fail: a grammar that differs from another by one allowed string
+    # changes the digest.
+    a = corral.compile_json_schema({"enum": ["red", "green"]}, smollm2)
+    b = corral.compile_json_schema({"enum": ["red", "greet"]}, smollm2)
+    assert walk_digest(a, smollm2) != walk_digest(b, smollm2)
+
+
+_VALUES: list[Any] = [None, True, False, 0, 1, -3, 2.0, 2.5, "", "s", [], [1], {}, {"a": 1}]
+_TYPES: list[Any] = [
+    "null",
+    "boolean",
+    "integer",
+    "number",
+    "string",
+    "array",
+    "object",
+    ["integer", "string"],
+    ["null", "number"],
+    ["array", "object", "boolean"],
+]
+
+
+@pytest.mark.parametrize("types", _TYPES, ids=str)
+def test_enum_type_fast_path_agrees_with_jsonschema(types: Any) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    for v in _VALUES:
+        expected = jsonschema.Draft202012Validator({"type": types}).is_valid(v)
+        assert literals._type_check(types, v) is expected, (types, v)
+        assert literals._satisfies({"type": types, "x-note": 1}, v) is expected, (types, v)
+
+
+@pytest.mark.parametrize("types", [[], "integerx", ["string", 3], 7, None])
+def test_enum_type_fast_path_leaves_odd_type_keywords_to_the_validator(types: Any) -> None:
+    assert literals._type_check(types, 1) is None
+
+
+def test_the_fast_path_knows_every_keyword_jsonschema_reads() -> None:
+    # A keyword the validator reads but the fast path took for an annotation would let an enum
+    # value through that the schema excludes.
+    jsonschema = pytest.importorskip("jsonschema")
+    assert set(jsonschema.Draft202012Validator.VALIDATORS) <= literals._VALIDATING
+
+
+def test_the_fast_path_leaves_validating_siblings_to_the_validator() -> None:
+    assert literals._satisfies({"type": "string", "maxLength": 2}, "abc") is False
+    assert literals._satisfies({"type": "string", "x-prompt": "?"}, "abc") is True
+    assert literals._satisfies({"x-prompt": "?"}, 3) is True
+
+
+def _regex_terminal_reference(pattern: str, flag: str) -> str:
+    # The definition: escape sequences copied, a bare `/` escaped (the character loop it was).
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        out.append("\\/" if pattern[i] == "/" else pattern[i])
+        i += 1
+    return "/" + "".join(out) + "/" + flag
+
+
+def test_regex_terminal_escapes_as_the_definition_says() -> None:
+    from corral.grammar.json_schema.util import _regex_terminal
+
+    rng = random.Random(0)
+    for _ in range(5000):
+        p = "".join(rng.choice("ab/\\\n.") for _ in range(rng.randrange(0, 10)))
+        assert _regex_terminal(p, "j") == _regex_terminal_reference(p, "j"), repr(p)
+
+
+def test_not_in_regex_is_the_exact_complement() -> None:
+    import re
+
+    from corral.grammar.json_schema.patterns import _not_in_regex
+
+    rng = random.Random(1)
+    alphabet = "ab.-é\\]^"
+    for _ in range(300):
+        n = rng.randrange(0, 5)
+        names = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 4))) for _ in range(n)]
+        rx = re.compile(_not_in_regex(names), re.S)
+        assert _not_in_regex(list(names)) == rx.pattern  # memoised: the same text again
+        for _ in range(30):
+            s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5)))
+            assert (rx.fullmatch(s) is not None) is (s not in names), (names, s)
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_compile_stage_counters_run_on_either_clock(smollm2: corral.Tokenizer, cpu: bool) -> None:
+    from corral import _native
+
+    _native.set_compile_clock(cpu)
+    _native.clear_engine_caches()  # (a memoised automaton would cost next to nothing)
+    try:
+        before = _native.compile_times()
+        corral.compile_grammar('root ::= "\\"" /[a-z]{1,8}x(?s:.){0,3}/j "\\""', smollm2)
+        after = _native.compile_times()
+    finally:
+        _native.set_compile_clock(False)
+    assert after["compiles"] == before["compiles"] + 1
+    spent = {k: after[k] - before[k] for k in ("parse_ms", "lower_ms", "automata_ms", "bind_ms")}
+    assert all(v >= 0 for v in spent.values()), spent
+    assert spent["automata_ms"] > 0, spent  # a DFA was built, on whichever clock
