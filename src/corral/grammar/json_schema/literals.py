@@ -163,10 +163,10 @@ def _type_check(types: Any, value: Any) -> bool | None:
     names = [types] if isinstance(types, str) else types
     if not isinstance(names, list) or not names:
         return None
-    tests = [_TYPE_TESTS.get(n) if isinstance(n, str) else None for n in names]
-    if any(t is None for t in tests):
+    tests = [_TYPE_TESTS.get(n) for n in names if isinstance(n, str)]
+    if len(tests) != len(names) or None in tests:
         return None
-    return any(t(value) for t in tests)
+    return any(t(value) for t in tests if t is not None)
 
 
 @lru_cache(maxsize=1)
