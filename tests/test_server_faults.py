@@ -260,9 +260,13 @@ def test_a_request_giving_up_does_not_cancel_a_compile_others_wait_for(monkeypat
     shared: Future[Any] = Future()
     monkeypatch.setattr(app_module, "compile_constraint_async", lambda *a, **k: (shared, False))
     fake = SimpleNamespace(
-        _configured=lambda spec: spec, tokenizer=None, cache=None, converter=None, _api_error=None
+        _configured=lambda spec: spec,
+        tokenizer=SimpleNamespace(hash="vocab"),
+        cache=SimpleNamespace(loaded_from_disk=lambda key: False),
+        converter=None,
+        _api_error=None,
     )
-    spec = object()
+    spec = SimpleNamespace(key=lambda tokenizer_hash: "key")
 
     async def scenario() -> Any:
         impatient = asyncio.ensure_future(app_module.CorralServer._constraint(fake, spec))  # type: ignore[arg-type]
@@ -272,7 +276,7 @@ def test_a_request_giving_up_does_not_cancel_a_compile_others_wait_for(monkeypat
         await asyncio.sleep(0.01)
         assert not shared.cancelled()
         shared.set_result("the constraint")
-        constraint, hit, _ = await patient
-        return constraint, hit
+        constraint, source, _ = await patient
+        return constraint, source
 
-    assert asyncio.run(scenario()) == ("the constraint", False)
+    assert asyncio.run(scenario()) == ("the constraint", "miss")
