@@ -361,11 +361,11 @@ def test_random_walks_validate(index: int, llama32: corral.Tokenizer) -> None:
 def test_large_array_bounds_compile_fast(tok: corral.Tokenizer) -> None:
     import time
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time (every thread of this process): load does not fail it
     g = corral.compile_json_schema(
         {"type": "array", "items": {"type": "string", "maxLength": 20}, "minItems": 1, "maxItems": 1000}, tok
     )
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     assert _accepts(g, json.dumps(["ab"] * 1000))
     assert not _accepts(g, json.dumps(["ab"] * 1001))
     assert not _accepts(g, "[]")

@@ -431,6 +431,7 @@ def server(model_dir):
     import socket
     import subprocess
     import sys
+    import tempfile
     import time
     import urllib.request
 
@@ -459,13 +460,17 @@ def server(model_dir):
         "--logits-processors",
         "corral.vllm:CorralLogitsProcessor",
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # The server's log goes to a file, not a pipe: nobody reads a pipe while the tests run, and
+    # a server that logs more than the pipe holds would block on its next write.
+    log = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                pytest.fail(f"the server exited: {proc.stdout.read()[-3000:] if proc.stdout else ''}")
+                log.seek(0)
+                pytest.fail(f"the server exited: {log.read()[-3000:]}")
             try:
                 with urllib.request.urlopen(base + "/health", timeout=2) as r:
                     if r.status == 200:
@@ -482,6 +487,7 @@ def server(model_dir):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 def test_openai_server_xargs_and_response_format(server):
