@@ -20,4 +20,16 @@ inline std::vector<std::int32_t> allowed(corral::Matcher& m) {
   return out;
 }
 
+/// The token ids the parser accepts when each is tried on its own copy of `m`, in increasing
+/// order: the reference a mask must equal (both directions: nothing allowed that the parser
+/// refuses, nothing refused that it accepts).
+inline std::vector<std::int32_t> accepted_one_by_one(const corral::Matcher& m) {
+  std::vector<std::int32_t> out;
+  for (std::uint32_t t = 0; t < m.compiled().vocab().size(); ++t) {
+    corral::Matcher c = m;
+    if (c.accept_token(static_cast<std::int32_t>(t))) out.push_back(static_cast<std::int32_t>(t));
+  }
+  return out;
+}
+
 }  // namespace corral_test
