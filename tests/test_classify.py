@@ -286,7 +286,7 @@ def test_cli_calibrate_agrees_with_the_library(smol_model: Any) -> None:
 def test_label_orders_average_the_rotations(smol_model: Any) -> None:
     """label_orders=k: the probabilities are the mean over the legend's k cyclic orders of each
     order's own softmax (scores in label order), computed here by hand."""
-    from corral.classification import _calibrated
+    from corral.generation.scoring import calibrated_probs as _calibrated
 
     labels = SINGLE
     rs = corral.classify(smol_model, TICKETS[:3], labels, label_orders=3)
@@ -306,7 +306,8 @@ def test_label_orders_average_the_rotations(smol_model: Any) -> None:
 
 
 def test_reasoning_mode_scores_after_the_rationale(smol_model: Any) -> None:
-    from corral.classification import DEFAULT_TEMPLATE, REASONING_NOTE, _calibrated
+    from corral.classification import DEFAULT_TEMPLATE, REASONING_NOTE
+    from corral.generation.scoring import calibrated_probs as _calibrated
 
     rs = corral.classify(smol_model, TICKETS[:2], SINGLE, reasoning=12)
     for r in rs:

@@ -45,13 +45,13 @@ from corral.classification import (  # noqa: E402
     REASONING_NOTE,
     REASONING_TOKENS,
     _answer_prefix,
-    _calibrated,
     content_free_prior,
     rationales_for,
     results_from_scores,
     score_labels,
     temperature_for,
 )
+from corral.generation.scoring import calibrated_probs  # noqa: E402
 
 
 def ece(probs: np.ndarray, gold: np.ndarray, bins: int = 10) -> float:
@@ -105,8 +105,8 @@ def extra_variants(
             if k == 0
             else score_labels(model, texts, labels, descriptions=DESCRIPTIONS, legend_order=order)
         )
-        raw += _calibrated(sc[:n], 1.0, None) / len(labels)
-        ctx += _calibrated(sc[:n], 1.0, content_free_prior(sc[n:])) / len(labels)
+        raw += calibrated_probs(sc[:n], 1.0, None) / len(labels)
+        ctx += calibrated_probs(sc[:n], 1.0, content_free_prior(sc[n:])) / len(labels)
     out["label orders x3"] = raw
     out["label orders x3 + contextual"] = ctx
     print(f"<!-- label orders scored in {time.perf_counter() - t0:.1f} s -->", flush=True)
@@ -117,8 +117,8 @@ def extra_variants(
     opts = {"template": template, "instructions": DEFAULT_INSTRUCTIONS, "descriptions": DESCRIPTIONS}
     why = rationales_for(model, texts, labels, REASONING_TOKENS, **opts)
     sc = score_labels(model, texts, labels, answer_prefixes=[_answer_prefix(w) for w in why], **opts)
-    out["reasoning, then scored"] = _calibrated(sc[:n], 1.0, None)
-    out["reasoning, then scored + contextual"] = _calibrated(sc[:n], 1.0, content_free_prior(sc[n:]))
+    out["reasoning, then scored"] = calibrated_probs(sc[:n], 1.0, None)
+    out["reasoning, then scored + contextual"] = calibrated_probs(sc[:n], 1.0, content_free_prior(sc[n:]))
     print(f"<!-- reasoning: {time.perf_counter() - t0:.1f} s; e.g. {why[0]!r} -->", flush=True)
     return out
 

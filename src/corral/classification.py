@@ -30,7 +30,13 @@ import numpy as np
 from corral.compile.spec import validate_choices
 from corral.errors import CorralError
 from corral.generation.api import as_backend
-from corral.generation.scoring import answer_ids, score_continuations, shared_prefix
+from corral.generation.scoring import (
+    answer_ids,
+    calibrated_probs,
+    content_free_prior,
+    score_continuations,
+    shared_prefix,
+)
 
 __all__ = [
     "CONTENT_FREE_TEXTS",
@@ -134,12 +140,6 @@ def _legend(labels: Sequence[str], descriptions: Mapping[str, str] | None) -> st
 def _has_prefix_pair(seqs: Sequence[Sequence[int]]) -> bool:
     """Is some token sequence a proper prefix of another (``refund`` / ``refund_request``)?"""
     return any(len(a) < len(b) and list(b[: len(a)]) == list(a) for a in seqs for b in seqs)
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    z = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def score_labels(
@@ -343,7 +343,7 @@ def classify(
                 answer_prefixes=[_answer_prefix(r) for r in rationales] if rationales is not None else None,
             )
             prior = content_free_prior(scores[n:], temperature) if free else None
-            probs += _calibrated(scores[:n], temperature, prior) / label_orders
+            probs += calibrated_probs(scores[:n], temperature, prior) / label_orders
             raw += scores[:n] / label_orders
     finally:
         if bar is not None:
@@ -424,12 +424,6 @@ def _content_free(calibrate: bool | Sequence[str]) -> list[str]:
     return list(calibrate)
 
 
-def content_free_prior(cf_scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """The model's label prior: the mean of ``softmax(score / T)`` over content-free inputs'
-    ``(inputs, labels)`` scores. Dividing a text's distribution by it is contextual calibration."""
-    return _softmax(np.asarray(cf_scores, dtype=np.float64) / temperature).mean(axis=0)
-
-
 def results_from_scores(
     scores: np.ndarray,
     labels: Sequence[str],
@@ -440,7 +434,7 @@ def results_from_scores(
 ) -> list[Classification]:
     """Turn ``(texts, labels)`` log-probabilities into :class:`Classification` results
     (``prior``: divide each distribution by it and renormalise, see :func:`content_free_prior`)."""
-    return _results(scores, _calibrated(scores, temperature, prior), labels, threshold)
+    return _results(scores, calibrated_probs(scores, temperature, prior), labels, threshold)
 
 
 def _results(
@@ -462,13 +456,6 @@ def _results(
             )
         )
     return out
-
-
-def _calibrated(scores: np.ndarray, temperature: float, prior: np.ndarray | None) -> np.ndarray:
-    z = np.asarray(scores, dtype=np.float64) / temperature
-    if prior is not None:
-        z = z - np.log(np.maximum(prior, 1e-300))  # p / p_cf, in log space (softmax renormalises)
-    return _softmax(z)
 
 
 def fit_temperature(
@@ -503,7 +490,7 @@ def temperature_for(scores: np.ndarray, gold: Sequence[int], cf_scores: np.ndarr
     def nll(log_t: float) -> float:
         t = math.exp(log_t)
         prior = content_free_prior(cf_scores, t) if cf_scores is not None else None
-        p = _calibrated(scores, t, prior)
+        p = calibrated_probs(scores, t, prior)
         return float(-np.log(np.maximum(p[np.arange(len(idx)), idx], 1e-300)).mean())
 
     lo, hi = -4.0, 4.0

@@ -71,6 +71,10 @@ class GenerationResult:
     validation : ValidationReport or None
         With ``checks`` / ``on_invalid``: which checks ran, what failed and what was retried
         (:class:`corral.generation.validation.ValidationReport`); else None.
+    calibration : CalibrationReport or None
+        With ``calibrate``: each closed choice of the output, its calibrated probabilities, the
+        value decoded before and the one written
+        (:class:`corral.generation.calibrated_values.CalibrationReport`); else None.
     tokens : list of int
         The output's token ids.
     timing : dict
@@ -93,6 +97,7 @@ class GenerationResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     content: str | None = None
     validation: Any = None
+    calibration: Any = None
 
     @property
     def valid(self) -> bool:
@@ -162,6 +167,7 @@ def generate(
     on_invalid: str = "report",
     max_tries: int = 2,
     retry_feedback: bool = True,
+    calibrate: Any = None,
 ) -> Any:
     """Generate output constrained by one constraint, for one prompt or a batch.
 
@@ -236,6 +242,14 @@ def generate(
         ``"backtrack"`` (JSON: resample the failing value with the rejected choice excluded) or
         ``"retry"`` (regenerate; with ``retry_feedback`` the error is appended to the prompt),
         up to ``max_tries`` more attempts. ``validation`` on the result reports it.
+    calibrate
+        Contextual calibration of the output's closed choices (JSON Schema only): the
+        content-free version of the prompt — the same instructions with the document replaced
+        by ``"N/A"`` — or a list of them. At each ``enum`` (or boolean, or ``const`` union) of
+        the output, every option is scored as a whole value after the prompt and after the
+        content-free prompt(s), with the same output before it, and the best option once the
+        model's prior is divided out is written; what follows a changed value is decoded again.
+        ``calibration`` on the result lists each choice (:mod:`corral.generation.calibrated_values`).
 
     Returns
     -------
@@ -302,6 +316,7 @@ def generate(
         return _best_choices(
             backend, prompts, chat, constraint, max_new_tokens, on_text, single, t0, t_compile
         )
+    cf_ids = None if calibrate is None else _content_free_ids(backend, constraint, calibrate, chat, on_text)
     grammar_c = constraint.grammar if constraint is not None else None
     outs, stats = decode(
         backend,
@@ -320,8 +335,46 @@ def generate(
         "mask": stats.mask_s,
         "total": time.perf_counter() - t0,
     }
+    if cf_ids is not None:
+        assert constraint is not None
+        _calibrate(backend, constraint, ids, cf_ids, outs, max_new_tokens, params)
+        timing["total"] = time.perf_counter() - t0
     results = [_result(backend, constraint, o, timing) for o in outs]
     return results[0] if single else results
+
+
+def _content_free_ids(
+    backend: Backend, constraint: Constraint | None, calibrate: Any, chat: bool | None, on_text: Any
+) -> list[list[int]]:
+    """``generate(calibrate=...)``'s content-free prompts, rendered (checked before decoding)."""
+    from corral.generation.calibrated_values import content_free_prompts
+
+    if constraint is None or constraint.kind != "json_schema" or constraint.think is not None:
+        raise ValueError("calibrate needs a JSON Schema constraint (schema=...) without a think block")
+    if on_text is not None:
+        raise ValueError("calibrate cannot stream: a calibrated value may replace text already decoded")
+    return [backend.render(p, chat=chat) for p in content_free_prompts(calibrate)]
+
+
+def _calibrate(
+    backend: Backend,
+    constraint: Constraint,
+    ids: list[list[int]],
+    cf_ids: list[list[int]],
+    outs: list[RowOutput],
+    max_new_tokens: int,
+    params: SamplingParams,
+) -> None:
+    """Each complete row's closed choices calibrated, in place (``RowOutput.calibration``)."""
+    from corral.generation.calibrated_values import calibrate_output
+
+    for p, o in zip(ids, outs, strict=True):
+        if o.error or o.stop_reason != "complete":
+            continue
+        o.tokens, o.calibration = calibrate_output(
+            backend, constraint, p, cf_ids, o.tokens, max_new_tokens=max_new_tokens, params=params
+        )
+        o.forward_passes += o.calibration.forward_passes
 
 
 def _constraint(backend: Backend, *, grammar: Any, **args: Any) -> Constraint | None:
@@ -406,6 +459,7 @@ def _result(
         tokens=list(out.tokens),
         tool_calls=calls,
         content=content,
+        calibration=out.calibration,
     )
 
 

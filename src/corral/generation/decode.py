@@ -78,6 +78,8 @@ class RowOutput:
     allowed_total: int = 0
     #: Per-step records when the row was added with ``trace=`` (:mod:`corral.runtime.trace`).
     trace: StepTrace | None = None
+    #: ``generate(calibrate=...)``'s report (:class:`~corral.generation.calibrated_values.CalibrationReport`).
+    calibration: Any = None
 
 
 @dataclass(eq=False)

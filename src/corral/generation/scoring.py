@@ -22,7 +22,14 @@ import numpy as np
 
 from corral.backends.base import Backend, Batch
 
-__all__ = ["SharedPrefix", "answer_ids", "score_continuations", "shared_prefix"]
+__all__ = [
+    "SharedPrefix",
+    "answer_ids",
+    "calibrated_probs",
+    "content_free_prior",
+    "score_continuations",
+    "shared_prefix",
+]
 
 
 def answer_ids(
@@ -137,6 +144,28 @@ def score_continuations(
                     else:
                         scores[p, c] += float(np.logaddexp.reduce(_numpy(at[ends])))
     return scores
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def content_free_prior(cf_scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """The model's prior over a closed set: the mean of ``softmax(score / T)`` over the
+    ``(content-free inputs, options)`` scores. Dividing a distribution by it is contextual
+    calibration (Zhao et al., 2021)."""
+    return _softmax(np.asarray(cf_scores, dtype=np.float64) / temperature).mean(axis=0)
+
+
+def calibrated_probs(scores: np.ndarray, temperature: float, prior: np.ndarray | None) -> np.ndarray:
+    """``softmax(scores / T)`` divided by ``prior`` (when given) and renormalised, along the
+    last axis."""
+    z = np.asarray(scores, dtype=np.float64) / temperature
+    if prior is not None:
+        z = z - np.log(np.maximum(prior, 1e-300))  # p / p_cf, in log space (softmax renormalises)
+    return _softmax(z)
 
 
 def _log_softmax(logits: Any) -> Any:

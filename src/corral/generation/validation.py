@@ -47,6 +47,7 @@ import numpy as np
 from corral.backends.base import Backend, Prompt
 from corral.compile import Constraint
 from corral.engine import fill_next_token_bitmasks
+from corral.generation.scoring import SharedPrefix
 from corral.runtime.budget import fits
 from corral.runtime.jump import forced_tokens
 from corral.runtime.masks import allowed_ids, apply_token_bitmask_, full_bitmask
@@ -287,6 +288,7 @@ def resample_from(
     max_new_tokens: int,
     params: SamplingParams,
     generator: Any = None,
+    prefix: SharedPrefix | None = None,
 ) -> _Decoded | None:
     """Decode ``constraint``'s output again from the value that starts at ``start_byte`` of a
     previous output ``tokens``: the tokens before the last token boundary at or before it are
@@ -294,7 +296,9 @@ def resample_from(
     :func:`corral.generate` would (jump-ahead, budget kept), except that no value in
     ``rejected`` (each a value's bytes) may be written there again: a token that would (with
     what the constraint forces after it) is taken back and the next best one drawn. None when
-    the kept prefix no longer matches or every way on is rejected."""
+    the kept prefix no longer matches or every way on is rejected. ``prefix``: the prompt's KV
+    cache already computed (a :class:`~corral.generation.scoring.SharedPrefix` of ``prompt_ids``),
+    forked instead of prefilling the prompt again."""
     tok = backend.tokenizer
     tools = tools_for(tok)
     eos = set(tok.eos_ids)
@@ -310,8 +314,12 @@ def resample_from(
     scratch = np.zeros((1, (tok.width + 31) // 32), dtype=np.int32)
     out = list(tokens[:k])
     out += forced_tokens(m, tools, scratch, max_new_tokens - len(out))
-    batch = backend.new_batch()
     pending = list(prompt_ids) + out
+    if prefix is not None and len(pending) > len(prefix.ids) and pending[: len(prefix.ids)] == prefix.ids:
+        batch = prefix.batch.fork([0])
+        pending = pending[len(prefix.ids) :]
+    else:
+        batch = backend.new_batch()
     passes = 0
     truncated = False
     gen = generator if generator is not None or params.greedy else make_generator(params)
