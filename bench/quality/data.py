@@ -95,6 +95,61 @@ EVENT = {
     "additionalProperties": False,
 }
 
+# One worked example per schema for the few-shot modes of run.py (``*-1shot``): written apart
+# from the 64 items (other names, places, amounts), each showing what the items ask for — a
+# currency from its symbol, a description without its price, a missing field as null, a time
+# in 24-hour form.
+EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "invoice": (
+        "Invoice 2024-117 from Harbour Print, dated 3 July 2024.\n2 x Poster printing at £40.00\n"
+        "1 x Delivery at £5.00\nTotal due: £85.00",
+        {
+            "invoice_number": "2024-117",
+            "vendor": "Harbour Print",
+            "date": "2024-07-03",
+            "currency": "GBP",
+            "total": 85.0,
+            "line_items": [
+                {"description": "Poster printing", "quantity": 2, "unit_price": 40.0},
+                {"description": "Delivery", "quantity": 1, "unit_price": 5.0},
+            ],
+        },
+    ),
+    "receipt": (
+        "GREEN GROCER ODENSE\n12 March 2024\nMilk  1.20\nEggs  2.50\nTOTAL USD 3.70\nPaid in cash",
+        {
+            "merchant": "Green Grocer Odense",
+            "date": "2024-03-12",
+            "payment_method": "cash",
+            "currency": "USD",
+            "items": [{"name": "Milk", "price": 1.2}, {"name": "Eggs", "price": 2.5}],
+            "total": 3.7,
+        },
+    ),
+    "contact": (
+        "Met Sofia Lindqvist of Nordhavn Logistics at the fair; she wants to resell our product as "
+        "a partner. Phone +46 8 555 0199.",
+        {
+            "name": "Sofia Lindqvist",
+            "company": "Nordhavn Logistics",
+            "email": None,
+            "phone": "+46 8 555 0199",
+            "role": "partner",
+        },
+    ),
+    "event": (
+        "Rust Meetup Lyon: 14 November 2024 at 7 pm in Lyon. Talks by Camille Roux and Idris Benali.",
+        {
+            "title": "Rust Meetup Lyon",
+            "date": "2024-11-14",
+            "start_time": "19:00",
+            "city": "Lyon",
+            "online": False,
+            "speakers": ["Camille Roux", "Idris Benali"],
+        },
+    ),
+}
+
 SCHEMAS: dict[str, dict[str, Any]] = {
     "invoice": INVOICE,
     "receipt": RECEIPT,
@@ -432,7 +487,8 @@ def _event_gold(rec: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def extraction_items() -> list[dict[str, Any]]:
-    """64 items: ``{"id", "schema_name", "schema", "prompt", "gold"}``, 16 per schema, fixed order."""
+    """64 items: ``{"id", "schema_name", "schema", "prompt", "document", "gold"}``, 16 per schema,
+    fixed order (``prompt`` is the instructions, a blank line, then ``document``)."""
     out: list[dict[str, Any]] = []
     for name, records, text, gold in (
         ("invoice", _INVOICES, _invoice_text, _invoice_gold),
@@ -447,6 +503,7 @@ def extraction_items() -> list[dict[str, Any]]:
                     "schema_name": name,
                     "schema": SCHEMAS[name],
                     "prompt": f"{INSTRUCTIONS[name]}\n\n{text(i, rec)}",
+                    "document": text(i, rec),
                     "gold": gold(rec),
                 }
             )

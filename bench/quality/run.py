@@ -10,7 +10,12 @@ text, and the JSON Schema itself):
   ``{`` to the last ``}``) and validated with ``jsonschema``;
 - ``constrained``: the schema as a constraint (pretty layout, jump-ahead on: corral's default);
 - ``flexible``: constrained, ``whitespace="flexible"`` (the model chooses the layout);
-- ``no-jump``: constrained, jump-ahead off.
+- ``no-jump``: constrained, jump-ahead off;
+- ``calibrated``: constrained, with ``calibrate=`` the same prompt with the document replaced by
+  ``N/A`` (contextual calibration of the enums and booleans, ``corral.generation.calibrated_values``);
+- ``free-1shot``, ``constrained-1shot``, ``calibrated-1shot``: the same three with one worked
+  example first (a chat: the prompt for ``data.EXAMPLES``' document, its answer, then the item's
+  prompt; the example is the same for every item of a schema and is not one of the 64).
 
 Routing (90 tickets, 3 labels):
 - ``classify``: ``corral.classify`` scores each label as the whole answer;
@@ -40,7 +45,16 @@ import data  # noqa: E402
 
 import corral  # noqa: E402
 
-EXTRACTION_MODES = ("free", "constrained", "flexible", "no-jump")
+EXTRACTION_MODES = (
+    "free",
+    "constrained",
+    "flexible",
+    "no-jump",
+    "calibrated",
+    "free-1shot",
+    "constrained-1shot",
+    "calibrated-1shot",
+)
 ROUTING_MODES = ("classify", "answer-first", "reasoning-first")
 
 DESCRIPTIONS = {
@@ -111,26 +125,47 @@ def parse_free(text: str) -> Any:
         return None
 
 
-def extraction_prompt(item: dict[str, Any]) -> str:
+def extraction_prompt(item: dict[str, Any], document: str | None = None) -> str:
+    """The item's prompt (with ``document`` in place of the item's own: the content-free
+    prompt of ``calibrated`` mode)."""
     schema = json.dumps(item["schema"], separators=(",", ":"))
-    return f"{item['prompt']}\n\nAnswer with one JSON object matching this JSON Schema:\n{schema}"
+    text = item["prompt"] if document is None else item["prompt"].replace(item["document"], document)
+    return f"{text}\n\nAnswer with one JSON object matching this JSON Schema:\n{schema}"
+
+
+def extraction_chat(item: dict[str, Any], document: str | None = None) -> list[dict[str, str]]:
+    """The one-shot prompt: the schema's worked example (``data.EXAMPLES``) as a first exchange,
+    then the item's prompt (with ``document`` in place of the item's own)."""
+    doc, answer = data.EXAMPLES[item["schema_name"]]
+    return [
+        {"role": "user", "content": extraction_prompt(item, doc)},
+        {"role": "assistant", "content": json.dumps(answer, indent=2, ensure_ascii=False)},
+        {"role": "user", "content": extraction_prompt(item, document)},
+    ]
 
 
 def run_extraction(model: Any, items: list[dict[str, Any]], mode: str, max_new_tokens: int) -> dict[str, Any]:
     stats: dict[str, Any] = defaultdict(float)
     per_schema: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     wrong: list[str] = []
+    misses: dict[str, list[Any]] = {}
     t0 = time.perf_counter()
     for item in items:
         kw: dict[str, Any] = {"max_new_tokens": max_new_tokens}
-        if mode != "free":
+        shot = mode.endswith("-1shot")
+        prompt: Any = extraction_chat(item) if shot else extraction_prompt(item)
+        if not mode.startswith("free"):
             kw["schema"] = item["schema"]
         if mode == "flexible":
             kw["schema_options"] = {"whitespace": "flexible"}
         if mode == "no-jump":
             kw["jump_ahead"] = False
-        r = corral.generate(model, extraction_prompt(item), **kw)
-        value = parse_free(r.text) if mode == "free" else (r.value if r.valid else None)
+        if mode == "calibrated":
+            kw["calibrate"] = extraction_prompt(item, "N/A")
+        if mode == "calibrated-1shot":
+            kw["calibrate"] = extraction_chat(item, "N/A")
+        r = corral.generate(model, prompt, **kw)
+        value = parse_free(r.text) if mode.startswith("free") else (r.value if r.valid else None)
         try:
             jsonschema.validate(value, item["schema"])
             valid = value is not None
@@ -143,13 +178,21 @@ def run_extraction(model: Any, items: list[dict[str, Any]], mode: str, max_new_t
         stats["items_right"] += right == n
         stats["output_tokens"] += r.completion_tokens
         stats["forward_passes"] += r.forward_passes
+        if r.calibration is not None:
+            stats["calibrated_choices"] += len(r.calibration.choices)
+            stats["calibration_changed"] += len(r.calibration.changed)
         per_schema[item["schema_name"]][0] += right
         per_schema[item["schema_name"]][1] += n
         if right != n:
             wrong.append(item["id"])
+            misses[item["id"]] = [
+                [p, w, lookup(value, p)[1]]
+                for p, w in leaves(item["gold"])
+                if not (lookup(value, p)[0] and same(lookup(value, p)[1], w))
+            ]
     stats["wall_s"] = time.perf_counter() - t0
     stats["items"] = len(items)
-    return {**stats, "per_schema": dict(per_schema), "wrong_items": wrong}
+    return {**stats, "per_schema": dict(per_schema), "wrong_items": wrong, "misses": misses}
 
 
 def routing_schema(reasoning_first: bool) -> dict[str, Any]:
