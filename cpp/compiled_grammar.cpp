@@ -109,7 +109,13 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     e.memory_bytes = sizeof(FrontierEntry) + 4 * (e.allowed.size() + e.allowed_ids.size()) + groups_bytes;
     entry = std::make_shared<const FrontierEntry>(std::move(e));
   } else {
-    entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
+    // A broad frontier: derived from a walked one that differs from it little, if any.
+    const bool delta = delta_candidate(key);
+    if (delta) entry = delta_entry(key, false);
+    if (!entry) {
+      entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
+      if (delta) note_anchor(key, false, entry);
+    }
   }
   if (computed && !pkey.empty()) pool_->put(pkey, entry);
   std::unique_lock<std::shared_mutex> lock(mu_);
@@ -174,9 +180,12 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vec
   if (cs) entry = cs->derive(term, *dfas_[static_cast<std::size_t>(term)], state);
   if (entry) {
     summary_hits_.fetch_add(1, std::memory_order_relaxed);
+  } else if (delta_candidate(rep_key) && (entry = delta_entry(rep_key, true))) {
+    // derived from another representative's short part (delta_walk.cpp)
   } else {
     entry = std::make_shared<const FrontierEntry>(compute_entry(rep_key, WalkPart::Short));
     if (cs) cs->add_anchor(term, state, entry);
+    if (delta_candidate(rep_key)) note_anchor(rep_key, true, entry);
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto [it, inserted] = short_cache_.emplace(rep_key, entry);
@@ -274,10 +283,13 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   // joint byte class), so a node costs one lookup however many elements the frontier has. The
   // tuples, and so the entry, are exactly those of stepping every element (kTuple); past
   // kMaxProductCells table cells the walk starts over that way.
+  // Only whole-vocabulary walks: a subtree below a dead node is small, and the table's setup
+  // would cost more than stepping each element there.
+  const bool product = m > 1 && root == 0 && fast_paths();
   ProductWalk prod;
-  if (m > 1) prod.init(dfas, followable, states.data());
-  std::vector<std::int32_t> pstate(m > 1 ? trie.max_depth() + 1 : 0, -1);
-  if (m > 1) pstate[0] = 0;
+  if (product) prod.init(dfas, followable, states.data());
+  std::vector<std::int32_t> pstate(product ? trie.max_depth() + 1 : 0, -1);
+  if (product) pstate[0] = 0;
 
   // The walk, instantiated for a single frontier element (the common case inside a terminal,
   // where it is fully unrolled), for several through product states, and for any number by
@@ -372,8 +384,8 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   };
   if (m == 1) {
     walk(std::integral_constant<std::size_t, 1>{});
-  } else if (m == 0 || !fast_paths() || !walk(std::integral_constant<std::size_t, kProductWalk>{})) {
-    if (m > 1) {  // the product table overflowed: start over stepping each element
+  } else if (!product || !walk(std::integral_constant<std::size_t, kProductWalk>{})) {
+    if (product) {  // the product table overflowed: start over stepping each element
       if (dense) std::fill(out.allowed.begin(), out.allowed.end(), 0u);
       out.allowed_ids.clear();
       out.groups.clear();

@@ -41,16 +41,22 @@ struct ProductWalk {
     dfas_ = &dfas;
     follow_ = &followable;
     m_ = dfas.size();
-    // Joint byte classes: bytes every element's automaton maps to the same class.
-    std::unordered_map<std::vector<std::uint8_t>, std::uint8_t, VecHash<std::uint8_t>> ids;
-    std::vector<std::uint8_t> sig(m_);
-    for (int b = 0; b < 256; ++b) {
-      for (std::size_t e = 0; e < m_; ++e) sig[e] = dfas[e]->byte_class(static_cast<std::uint8_t>(b));
-      auto [it, fresh] = ids.emplace(sig, static_cast<std::uint8_t>(ids.size()));
-      jclass_[static_cast<std::size_t>(b)] = it->second;
-      if (fresh) class_rep_.push_back(static_cast<std::uint8_t>(b));
+    // Joint byte classes: bytes every element's automaton maps to the same class, refined one
+    // element at a time (ids of (joint class so far, this element's class) pairs).
+    std::vector<std::int32_t> remap;
+    std::size_t nj = 1;
+    for (std::size_t e = 0; e < m_; ++e) {
+      const std::size_t nc = dfas[e]->num_classes();
+      remap.assign(nj * nc, -1);
+      std::int32_t nn = 0;
+      for (int b = 0; b < 256; ++b) {
+        std::int32_t& r = remap[jclass_[b] * nc + dfas[e]->byte_class(static_cast<std::uint8_t>(b))];
+        if (r < 0) r = nn++;
+        jclass_[b] = static_cast<std::uint8_t>(r);
+      }
+      nj = static_cast<std::size_t>(nn);
     }
-    width_ = class_rep_.size();
+    width_ = nj;
     intern(std::vector<std::int32_t>(root_states, root_states + m_));
   }
 
@@ -107,7 +113,6 @@ struct ProductWalk {
   const std::vector<std::uint8_t>* follow_ = nullptr;
   std::size_t m_ = 0, width_ = 0;
   std::uint8_t jclass_[256] = {};
-  std::vector<std::uint8_t> class_rep_;
   std::vector<std::int32_t> tuples_;  // m_ per product state
   std::vector<std::int32_t> table_;   // width_ per product state
   std::unordered_map<std::vector<std::int32_t>, std::int32_t, VecHash<std::int32_t>> index_;

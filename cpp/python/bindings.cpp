@@ -285,6 +285,7 @@ NB_MODULE(_core, m) {
         d["pool_hits"] = g.pool_hits();
         d["summary_entries"] = g.summary_entries();
         d["product_walks"] = g.product_walks();
+        d["delta_entries"] = g.delta_entries();
         d["bindings"] = g.bindings_made();
         d["slot_states"] = g.slot_states();
         return d;
