@@ -28,13 +28,17 @@ Engines: corral ``compile_json_schema(schema, tok, extra_properties=--extra-prop
 (default ``spec``, the JSON Schema default the instances need); llguidance
 ``grammar_from_json_schema`` defaults; XGrammar ``compile_json_schema(any_whitespace=True,
 strict_mode=False)``; ``xgrammar-dyn`` the same with ``GrammarCompiler(enable_dynamic_compilation
-=True)``, its fastest-compiling mode.  Ratios are corral / other: above 1 means corral is slower.
+=True)``, its fastest-compiling mode; ``corral-ref`` corral with its mask fast paths off (the
+reference walk; ``--check`` compares its masks with corral's at every step).  Ratios are
+corral / other: above 1 means corral is slower.
 
 How to run
 ----------
     python bench/bench_tails.py                        # counted cases + 20 schemas per set
     python bench/bench_tails.py --per-set 0 --quick    # counted cases only
     python bench/bench_tails.py --per-set 40 --engines corral,llguidance --json out.json
+    python bench/bench_tails.py --per-set 2 --engines corral,corral-ref --check --clock cpu
+                                                       # fast paths vs the reference walk
 """
 
 from __future__ import annotations
@@ -76,6 +80,32 @@ class CorralTails(_CorralSchema):
         return self.mod.compile_json_schema(schema, self.tok, extra_properties=self.args.extra_properties)
 
 
+class CorralReference(CorralTails):
+    """corral with its mask fast paths off (``_native.set_mask_fast_paths(False)``) around every
+    call: the reference trie walk, on a vocabulary of its own (so the cross-grammar pool does not
+    hand it the fast engine's entries). Its masks must equal corral's bit for bit (``--check``)."""
+
+    def setup(self) -> None:
+        super().setup()
+        from corral import _native
+
+        self.switch = _native.set_mask_fast_paths
+
+    def _ref(self, fn: Any, *a: Any) -> Any:
+        self.switch(False)
+        try:
+            return fn(*a)
+        finally:
+            self.switch(True)
+
+    def compile_schema(self, schema: Any, text: str) -> Any:
+        return self._ref(super().compile_schema, schema, text)
+
+    def filler(self, m: Any, bm: Any) -> Any:
+        inner = super().filler(m, bm)
+        return lambda: self._ref(inner)
+
+
 class XGrammarTails(XGrammarSchema):
     dynamic = False
 
@@ -103,6 +133,7 @@ class XGrammarDyn(XGrammarTails):
 
 ADAPTERS: dict[str, type] = {
     "corral": CorralTails,
+    "corral-ref": CorralReference,
     "llguidance": LLGuidanceSchema,
     "xgrammar": XGrammarTails,
     "xgrammar-dyn": XGrammarDyn,
@@ -179,6 +210,7 @@ class Rec:
     mask_us: dict[str, list[float]] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)
     instances: int = 0
+    mismatches: int = 0  # --check: steps where corral's mask differs from corral-ref's
 
 
 CLOCK = time.perf_counter_ns  # --clock cpu: time.thread_time_ns
@@ -207,9 +239,13 @@ def compile_all(rec: Rec, engines: dict[str, Any], schema: Any) -> dict[str, Any
     return out
 
 
+CHECK = False  # --check: keep corral's and corral-ref's masks per step and compare them
+
+
 def time_instance(rec: Rec, engines: dict[str, Any], compiled: dict[str, Any], ids: list[int]) -> None:
     perf = CLOCK
     rec.instances += 1
+    kept: dict[str, list[bytes]] = {}
     for name, c in compiled.items():
         eng = engines[name]
         m = eng.matcher(c)
@@ -223,6 +259,8 @@ def time_instance(rec: Rec, engines: dict[str, Any], compiled: dict[str, Any], i
             fill()
             t1 = perf()
             ns.append((t1 - t0) / 1000.0)
+            if CHECK and name in ("corral", "corral-ref"):
+                kept.setdefault(name, []).append(np.asarray(bm).tobytes())
             if not accept(m, tok):
                 ok = False
                 break
@@ -233,6 +271,9 @@ def time_instance(rec: Rec, engines: dict[str, Any], compiled: dict[str, Any], i
             ok = eng.finish(m)
         if not ok:
             rec.rejected[name] = rec.rejected.get(name, 0) + 1
+    if len(kept) == 2:
+        a, b = kept["corral"], kept["corral-ref"]
+        rec.mismatches += sum(x != y for x, y in zip(a, b, strict=False)) + abs(len(a) - len(b))
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, list[Rec]]]:
@@ -358,6 +399,9 @@ def report(groups: list[tuple[str, list[Rec]]], names: list[str]) -> dict[str, A
         out[gname] = st
     slow = sorted(((r.ttfm_ms.get("corral", 0.0), r.name) for _, rs in groups for r in rs), reverse=True)[:5]
     print("\nslowest corral compiles (ms): " + ", ".join(f"{n} {t:.0f}" for t, n in slow))
+    if CHECK:
+        bad = sum(r.mismatches for _, rs in groups for r in rs)
+        print(f"--check: {bad} steps where corral's mask differs from corral-ref's")
     errs = [(r.name, r.errors["corral"]) for _, rs in groups for r in rs if "corral" in r.errors]
     for n, e in errs[:10]:
         print(f"  corral failed: {n}: {e}")
@@ -381,9 +425,13 @@ def main() -> int:
     ap.add_argument("--skip-counted", action="store_true", help="only the jsonschemabench sample")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"], help="cpu: the thread's CPU time")
+    ap.add_argument(
+        "--check", action="store_true", help="with corral-ref: compare the two engines' masks at every step"
+    )
     args = ap.parse_args()
-    global CLOCK
+    global CLOCK, CHECK
     CLOCK = time.thread_time_ns if args.clock == "cpu" else time.perf_counter_ns
+    CHECK = args.check
     if args.quick:
         args.per_set = min(args.per_set, 3)
     t0 = time.perf_counter()

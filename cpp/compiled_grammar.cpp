@@ -5,6 +5,7 @@
 #include "compile_times.hpp"
 #include "count_summary.hpp"
 #include "mask_pool.hpp"
+#include "product_walk.hpp"
 
 #include <algorithm>
 #include <map>
@@ -47,6 +48,13 @@ CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGramm
   for (std::size_t i = 0; i < slot_terminals.size(); ++i)
     dfas_[static_cast<std::size_t>(slot_terminals[i])] = &slot_dfas_[i];
 }
+
+namespace {
+std::atomic<bool> g_fast_paths{true};
+}  // namespace
+
+void CompiledGrammar::set_mask_fast_paths(bool on) { g_fast_paths.store(on, std::memory_order_relaxed); }
+bool CompiledGrammar::mask_fast_paths() { return g_fast_paths.load(std::memory_order_relaxed); }
 
 bool CompiledGrammar::key_reads_slot(const std::vector<std::uint64_t>& key) const {
   for (std::uint64_t k : key) {
@@ -101,7 +109,13 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     e.memory_bytes = sizeof(FrontierEntry) + 4 * (e.allowed.size() + e.allowed_ids.size()) + groups_bytes;
     entry = std::make_shared<const FrontierEntry>(std::move(e));
   } else {
-    entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
+    // A broad frontier: derived from a walked one that differs from it little, if any.
+    const bool delta = delta_candidate(key);
+    if (delta) entry = delta_entry(key, false);
+    if (!entry) {
+      entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
+      if (delta) note_anchor(key, false, entry);
+    }
   }
   if (computed && !pkey.empty()) pool_->put(pkey, entry);
   std::unique_lock<std::shared_mutex> lock(mu_);
@@ -166,9 +180,12 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vec
   if (cs) entry = cs->derive(term, *dfas_[static_cast<std::size_t>(term)], state);
   if (entry) {
     summary_hits_.fetch_add(1, std::memory_order_relaxed);
+  } else if (delta_candidate(rep_key) && (entry = delta_entry(rep_key, true))) {
+    // derived from another representative's short part (delta_walk.cpp)
   } else {
     entry = std::make_shared<const FrontierEntry>(compute_entry(rep_key, WalkPart::Short));
     if (cs) cs->add_anchor(term, state, entry);
+    if (delta_candidate(rep_key)) note_anchor(rep_key, true, entry);
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto [it, inserted] = short_cache_.emplace(rep_key, entry);
@@ -261,11 +278,26 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   std::map<std::vector<std::int32_t>, std::int32_t> group_ids;
   std::vector<std::vector<std::pair<std::string_view, std::int32_t>>> heads;
 
+  // Several elements: the walk steps one *product state* (the tuple of the elements' states,
+  // interned on first sight) per trie node, through a table filled lazily per (product state,
+  // joint byte class), so a node costs one lookup however many elements the frontier has. The
+  // tuples, and so the entry, are exactly those of stepping every element (kTuple); past
+  // kMaxProductCells table cells the walk starts over that way.
+  // Only whole-vocabulary walks: a subtree below a dead node is small, and the table's setup
+  // would cost more than stepping each element there.
+  const bool product = m > 1 && root == 0 && fast_paths();
+  ProductWalk prod;
+  if (product) prod.init(dfas, followable, states.data());
+  std::vector<std::int32_t> pstate(product ? trie.max_depth() + 1 : 0, -1);
+  if (product) pstate[0] = 0;
+
   // The walk, instantiated for a single frontier element (the common case inside a terminal,
-  // where it is fully unrolled) and for any number of them.
-  auto walk = [&](auto fixed_m) {
+  // where it is fully unrolled), for several through product states, and for any number by
+  // stepping each element (the fallback). Returns false if the product table overflowed.
+  auto walk = [&](auto fixed_m) -> bool {
     constexpr std::size_t kM = decltype(fixed_m)::value;
-    const std::size_t mm = kM != 0 ? kM : m;
+    constexpr bool kProduct = kM == kProductWalk;
+    const std::size_t mm = kM != 0 && !kProduct ? kM : m;
     const std::uint32_t n = trie.subtree_end(root);
     std::uint32_t i = root + 1;
     while (i < n) {
@@ -278,17 +310,29 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     const bool emit = part != WalkPart::Long || dabs > share;
     const std::uint32_t d = dabs - root_depth;  // depth relative to the walk's root
     const std::uint8_t b = trie.byte(i);
-    const std::int32_t* parent = &states[(d - 1) * mm];
-    std::int32_t* cur = &states[d * mm];
     bool live = false, acc = false;
-    for (std::size_t e = 0; e < mm; ++e) {
-      const std::int32_t s = parent[e];
-      const std::int32_t ns = s < 0 ? -1 : dfas[e]->next(s, b);
-      cur[e] = ns;
-      if (ns >= 0) {
+    std::int32_t* cur = nullptr;
+    std::int32_t np = -1;
+    if constexpr (kProduct) {
+      np = prod.next(pstate[d - 1], b);
+      if (np == ProductWalk::kOverflow) return false;
+      pstate[d] = np;
+      if (np >= 0) {
         live = true;
-        // Only a terminal that something can follow makes a split worth the parser's time.
-        acc = acc || (followable[e] && dfas[e]->accepting(ns));
+        acc = prod.acc[static_cast<std::size_t>(np)] != 0;
+      }
+    } else {
+      const std::int32_t* parent = &states[(d - 1) * mm];
+      cur = &states[d * mm];
+      for (std::size_t e = 0; e < mm; ++e) {
+        const std::int32_t s = parent[e];
+        const std::int32_t ns = s < 0 ? -1 : dfas[e]->next(s, b);
+        cur[e] = ns;
+        if (ns >= 0) {
+          live = true;
+          // Only a terminal that something can follow makes a split worth the parser's time.
+          acc = acc || (followable[e] && dfas[e]->accepting(ns));
+        }
       }
     }
     const std::int32_t g = grp[d - 1];
@@ -298,7 +342,9 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
         else out.allowed_ids.push_back(*t);
       }
       if (g < 0 && acc && trie.subtree_end(i) > i + 1) {
-        std::vector<std::int32_t> v(cur, cur + mm);
+        std::vector<std::int32_t> v;
+        if constexpr (kProduct) v = prod.tuple(np);
+        else v.assign(cur, cur + mm);
         auto it = group_ids.find(v);
         std::int32_t id;
         if (it == group_ids.end()) {
@@ -333,9 +379,22 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
       i = trie.subtree_end(i);
     }
   }
+  if constexpr (kProduct) product_walks_.fetch_add(1, std::memory_order_relaxed);
+  return true;
   };
-  if (m == 1) walk(std::integral_constant<std::size_t, 1>{});
-  else walk(std::integral_constant<std::size_t, 0>{});
+  if (m == 1) {
+    walk(std::integral_constant<std::size_t, 1>{});
+  } else if (!product || !walk(std::integral_constant<std::size_t, kProductWalk>{})) {
+    if (product) {  // the product table overflowed: start over stepping each element
+      if (dense) std::fill(out.allowed.begin(), out.allowed.end(), 0u);
+      out.allowed_ids.clear();
+      out.groups.clear();
+      heads.clear();
+      group_ids.clear();
+      std::fill(grp.begin(), grp.end(), -1);
+    }
+    walk(std::integral_constant<std::size_t, 0>{});
+  }
   if (root != 0 && out.allowed_ids.size() > vocab_->mask_words()) {
     // Many ids: a dense mask is both smaller and faster to apply.
     out.allowed.assign(vocab_->mask_words(), 0);

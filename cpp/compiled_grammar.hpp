@@ -15,6 +15,16 @@
 // matcher of this grammar; the object is immutable apart from the cache, which is guarded by a
 // shared mutex, so it is safe to use from many threads.
 //
+// Several elements. A frontier of several elements is walked through product states (tuples
+// of the elements' states, interned per walk with a lazily filled transition table,
+// product_walk.hpp): the same states node for node as stepping each element, at the cost of
+// one lookup per node. set_mask_fast_paths(false) forces the element-by-element walk.
+//
+// Delta entries. The entry of a broad frontier (or a one-element short part) that differs from
+// an already walked one on a few first bytes is derived from that walk, walking only the trie
+// subtrees where the two frontiers' paths differ (delta_walk.cpp); also off on the reference
+// path.
+//
 // Shared entries. A counted string (`[a-z]{1,255}`, maxLength) has one DFA state per position,
 // and each would pay a walk of the whole trie. For a one-element frontier whose terminal has
 // at least Limits::mask_share_min_states states, the entry is instead assembled from two walks:
@@ -42,6 +52,7 @@
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -140,6 +151,14 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   /// key_subtree element), computing it on a miss.
   std::shared_ptr<const FrontierEntry> frontier_entry(const std::vector<std::uint64_t>& key) const;
 
+  /// Process-wide switch for tests and benchmarks: off, every entry is walked the reference way
+  /// (each frontier element stepped on its own at each trie node); on (the default), walks of
+  /// several elements step product states (product_walk.hpp). Both give identical entries.
+  /// Also off for a grammar whose limits force the reference path (mask_share_min_states at
+  /// its maximum: no sharing of any kind), so a test can compare two grammars in one process.
+  static void set_mask_fast_paths(bool on);
+  static bool mask_fast_paths();
+
   using Signature = std::pair<std::uint64_t, std::uint64_t>;
   /// Memoised whole mask for a parser-state signature (null on a miss).
   std::shared_ptr<const std::vector<std::uint32_t>> memo_get(const Signature& sig) const;
@@ -171,6 +190,10 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   std::uint64_t cache_misses() const { return misses_.load(); }
   /// Short parts derived from the counted-string summary instead of walked (count_summary.hpp).
   std::uint64_t summary_entries() const { return summary_hits_.load(); }
+  /// Walks of several frontier elements done through product states (product_walk.hpp).
+  std::uint64_t product_walks() const { return product_walks_.load(); }
+  /// One-element entries (or short parts) derived from another state's walk (delta_walk.cpp).
+  std::uint64_t delta_entries() const { return delta_hits_.load(); }
 
  private:
   struct BindingTag {};
@@ -226,7 +249,22 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   CountedShare* counted_share() const;
   /// The pool key for `key` (empty when a terminal is not pooled).
   std::vector<std::uint64_t> pool_key(const std::vector<std::uint64_t>& key) const;
-  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0}, pool_hits_{0}, summary_hits_{0};
+  mutable std::atomic<std::uint64_t> hits_{0}, misses_{0}, pool_hits_{0}, summary_hits_{0}, product_walks_{0},
+      delta_hits_{0};
+  // Delta walks (delta_walk.cpp): per part (whole vocabulary, short part), a few walked
+  // entries of broad frontiers to derive others from (guarded by equiv_mu_).
+  using Anchor = std::pair<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>>;
+  mutable std::array<std::vector<Anchor>, 2> anchors_;
+  mutable std::array<std::size_t, 2> anchor_next_{};
+  /// Can `key`'s entry be derived by a delta walk (one element per terminal, no subtree or slot
+  /// element, live on many first bytes), and is it worth keeping as an anchor?
+  bool delta_candidate(const std::vector<std::uint64_t>& key) const;
+  void note_anchor(const std::vector<std::uint64_t>& key, bool short_part,
+                   const std::shared_ptr<const FrontierEntry>& entry) const;
+  /// The entry (whole vocabulary, or the short part) of `key` derived from the anchor whose
+  /// live elements agree with it on the most first bytes; null when none agrees enough.
+  std::shared_ptr<const FrontierEntry> delta_entry(const std::vector<std::uint64_t>& key, bool short_part) const;
+  bool fast_paths() const { return mask_fast_paths() && limits_.mask_share_min_states != 0xFFFFFFFFu; }
   struct SigHash {
     std::size_t operator()(const Signature& s) const { return static_cast<std::size_t>(s.first); }
   };

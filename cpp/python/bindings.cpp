@@ -284,6 +284,8 @@ NB_MODULE(_core, m) {
         d["shared_entries"] = g.shared_entries();
         d["pool_hits"] = g.pool_hits();
         d["summary_entries"] = g.summary_entries();
+        d["product_walks"] = g.product_walks();
+        d["delta_entries"] = g.delta_entries();
         d["bindings"] = g.bindings_made();
         d["slot_states"] = g.slot_states();
         return d;
@@ -350,6 +352,11 @@ NB_MODULE(_core, m) {
         "Stage timers of compile_times read each thread's CPU clock (True) or the steady wall "
         "clock (False, the default; a CPU clock read is a system call): for benchmarks on a "
         "loaded machine.");
+  m.def("set_mask_fast_paths", [](bool on) { CompiledGrammar::set_mask_fast_paths(on); }, "on"_a,
+        "Process-wide: False makes every mask-cache entry computed afterwards come from the "
+        "reference trie walk (each frontier element stepped on its own), True (the default) lets "
+        "walks use product states and derived entries. The entries are identical either way; "
+        "for tests and benchmarks that compare the two.");
   m.def("clear_engine_caches",
         []() {
           clear_automaton_memo();

@@ -159,6 +159,11 @@ def set_compile_clock(cpu: bool) -> None:
     Stage timers of compile_times read each thread's CPU clock (True) or the steady wall clock (False, the default; a CPU clock read is a system call): for benchmarks on a loaded machine.
     """
 
+def set_mask_fast_paths(on: bool) -> None:
+    """
+    Process-wide: False makes every mask-cache entry computed afterwards come from the reference trie walk (each frontier element stepped on its own), True (the default) lets walks use product states and derived entries. The entries are identical either way; for tests and benchmarks that compare the two.
+    """
+
 def clear_engine_caches() -> None:
     """
     Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a process's first compile; the per-vocabulary mask pool stays).

@@ -30,6 +30,7 @@ __all__ = [
     "fill_next_token_bitmasks",
     "probe_expression",
     "set_compile_clock",
+    "set_mask_fast_paths",
 ]
 
 #: A vocabulary as byte strings plus special/EOS ids and width (shared by every grammar on it).
@@ -49,6 +50,8 @@ compile_grammar = _core.compile_grammar
 compile_times = _core.compile_times
 #: (cpu: bool) -> compile_times' stages on each thread's CPU clock (True) or the wall clock.
 set_compile_clock = _core.set_compile_clock
+#: (on: bool) -> False: later mask-cache entries come from the reference walk (tests compare).
+set_mask_fast_paths = _core.set_mask_fast_paths
 #: () -> forget the engine's process-wide automaton memos (benchmarks of a first compile).
 clear_engine_caches = _core.clear_engine_caches
 #: () -> entries, bytes, hits, misses of the process-wide automaton memo.

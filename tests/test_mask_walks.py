@@ -1,0 +1,173 @@
+"""The mask walk's fast paths give exactly the reference walk's masks.
+
+A frontier of several elements is walked through product states (cpp/product_walk.hpp: one
+interned tuple of the elements' states per trie node instead of stepping every element), and a
+broad frontier close to one walked before is derived from that walk, walking only where the two
+differ (cpp/delta_walk.cpp); the reference walk steps each element on its own and is forced per grammar by
+``mask_share_min_states`` at its maximum, or process-wide by ``_native.set_mask_fast_paths``.
+On the real vocabularies (SmolLM2, Llama 3.2, Gemma 3), at every step of seeded random walks,
+the two grammars' bitmask rows must be equal (so both directions: nothing allowed that the
+reference refuses, nothing refused that it allows); allowed and refused tokens are also
+spot-checked against ``accept_token``. The schemas put several broad automata in one frontier:
+``property_order="any"`` objects with many optional keys and undeclared keys (declared keys beside
+"none of the declared keys"), ``anyOf`` of differently constrained strings, and schema-order
+objects with many keys (the frontier after ``{"``)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import corral
+from corral import _native
+
+REFERENCE = {"mask_share_min_states": 2**32 - 1}  # every frontier walked the reference way
+
+# Property names unique to this module, so the vocabulary's pool (shared with other tests'
+# grammars) holds none of these automata.
+_TYPES = [
+    {"type": "string"},
+    {"type": "integer"},
+    {"type": "boolean"},
+    {"type": "array", "items": {"type": "number"}},
+]
+SCHEMAS = [
+    # Many optional keys in any order, undeclared keys allowed: each seen-key set a new frontier.
+    (
+        {
+            "type": "object",
+            "properties": {f"pw_{i}": _TYPES[i % 4] for i in range(12)},
+            "required": ["pw_0", "pw_5"],
+        },
+        "any",
+    ),
+    # Strings of several shapes at once: every anyOf branch is a broad element of one frontier.
+    (
+        {
+            "type": "object",
+            "properties": {
+                "pwv": {
+                    "anyOf": [
+                        {"type": "string", "maxLength": 20},
+                        {"type": "string", "pattern": "^[a-z0-9_-]{2,30}$"},
+                        {"type": "string", "format": "date"},
+                        {"type": "string", "minLength": 3},
+                    ]
+                },
+                "pwn": {
+                    "type": "object",
+                    "properties": {f"pwsub{i}": {"type": "integer"} for i in range(6)},
+                    "required": ["pwsub2"],
+                },
+                "pwk": {"enum": ["alpha", "beta", "gamma"]},
+            },
+        },
+        "any",
+    ),
+    # Schema order with many keys: the frontier after `{"` holds every key's automaton.
+    (
+        {
+            "type": "object",
+            "properties": {f"pwq{i}x": _TYPES[(i + 1) % 4] for i in range(24)},
+        },
+        "schema",
+    ),
+]
+
+
+@pytest.fixture(scope="module", params=["smollm2", "llama32", "gemma3"])
+def vocab(request: pytest.FixtureRequest) -> corral.Tokenizer:
+    return request.getfixturevalue(request.param)
+
+
+def _walk(fast: corral.CompiledGrammar, ref: corral.CompiledGrammar, seed: int, walks: int) -> int:
+    """Random walks comparing the two grammars' masks at every step; returns the steps."""
+    tok = fast.tokenizer
+    structural = np.array([any(c in b for c in b'":,{}') for b in tok.token_bytes])
+    rng = random.Random(seed)
+    a_mask = corral.allocate_bitmask(1, tok)
+    b_mask = corral.allocate_bitmask(1, tok)
+    eos = list(tok.eos_ids)
+    steps = 0
+    for w in range(walks):
+        a, b = fast.matcher(), ref.matcher()
+        for step in range(100):
+            a.fill_next_token_bitmask(a_mask, 0)
+            b.fill_next_token_bitmask(b_mask, 0)
+            steps += 1
+            assert np.array_equal(a_mask, b_mask), f"walk {w} step {step}: fast and reference masks differ"
+            ids = np.asarray(corral.allowed_tokens(a_mask[0], tok))
+            ids = ids[~np.isin(ids, eos)]
+            if ids.size == 0:
+                break
+            allowed = set(ids.tolist())
+            for t in [int(x) for x in rng.sample(list(ids), min(8, ids.size))]:
+                assert a.copy().accept_token(t), t
+            refused = [t for t in rng.sample(range(len(tok.token_bytes)), 40) if t not in allowed]
+            for t in refused[:8]:
+                assert not a.copy().accept_token(t), t
+            # Mostly tokens with structure in them, so a walk closes keys and values and visits
+            # many frontiers; any allowed token now and then (undeclared keys, long values).
+            cross = ids[structural[ids]]
+            if cross.size and rng.random() < 0.6:
+                pick = int(cross[rng.randrange(cross.size)])
+            else:
+                pick = int(ids[rng.randrange(ids.size)])
+            assert a.accept_token(pick) and b.accept_token(pick)
+    return steps
+
+
+@pytest.mark.real_tokenizer
+@pytest.mark.slow
+def test_fast_masks_equal_reference_masks(vocab: corral.Tokenizer) -> None:
+    product = delta = 0
+    for k, (schema, order) in enumerate(SCHEMAS):
+        opts = {"extra_properties": "spec", "property_order": order}
+        fast = corral.compile_json_schema(schema, vocab, **opts)
+        ref = corral.compile_json_schema(schema, vocab, **opts, **REFERENCE)
+        assert _walk(fast, ref, seed=400 + k, walks=3) > 0
+        product += fast.cache_stats()["product_walks"]
+        delta += fast.cache_stats()["delta_entries"]
+        assert ref.cache_stats()["product_walks"] == ref.cache_stats()["delta_entries"] == 0
+    assert product > 0 and delta > 0  # both fast paths were taken
+
+
+@pytest.mark.real_tokenizer
+def test_permuted_instance_token_by_token(llama32: corral.Tokenizer) -> None:
+    # Along a real any-order instance (keys out of schema order, an undeclared key first): every
+    # token of it is allowed, and the masks equal the reference walk's.
+    schema, _ = SCHEMAS[0]
+    opts = {"extra_properties": "spec", "property_order": "any"}
+    fast = corral.compile_json_schema(schema, llama32, **opts)
+    ref = corral.compile_json_schema(schema, llama32, **opts, **REFERENCE)
+    text = '{"$schema": "urn:x", "pw_5": 7, "pw_3": [1.5, 2], "pw_0": "a b", "pw_2": true}'
+    a, b = fast.matcher(), ref.matcher()
+    a_mask = corral.allocate_bitmask(1, llama32)
+    b_mask = corral.allocate_bitmask(1, llama32)
+    for t in llama32.encode(text):
+        a.fill_next_token_bitmask(a_mask, 0)
+        b.fill_next_token_bitmask(b_mask, 0)
+        assert np.array_equal(a_mask, b_mask)
+        assert t in set(corral.allowed_tokens(a_mask[0], llama32))
+        assert a.accept_token(t) and b.accept_token(t)
+    assert a.is_accepting()
+    assert fast.cache_stats()["product_walks"] > 0
+
+
+@pytest.mark.real_tokenizer
+def test_process_switch_forces_the_reference_walk(smollm2: corral.Tokenizer) -> None:
+    # With the switch off, a grammar of default limits walks every frontier element by element
+    # (no product walk counted), and its masks equal a fast grammar's.
+    schema = {"type": "object", "properties": {f"pwz{i}": {"type": "string"} for i in range(8)}}
+    _native.set_mask_fast_paths(False)
+    try:
+        off = corral.compile_json_schema(schema, smollm2, extra_properties="spec")
+        assert _walk(off, off, seed=7, walks=1) > 0  # entries computed while the switch is off
+        assert off.cache_stats()["product_walks"] == 0
+    finally:
+        _native.set_mask_fast_paths(True)
+    fast = corral.compile_json_schema(schema, smollm2, extra_properties="spec", max_mask_memo_mb=0)
+    off_again = corral.compile_json_schema(schema, smollm2, extra_properties="spec", **REFERENCE)
+    assert _walk(fast, off_again, seed=8, walks=2) > 0
