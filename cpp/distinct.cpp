@@ -262,7 +262,6 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
 }
 
 void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const {
-  last_checked_ = 0;
   // With no value remembered, only a token that closes two items can hold a duplicate.
   bool remembered = false;
   for (const ValueSets::Entry& e : p.values().entries) remembered = remembered || e.value.known();
@@ -273,7 +272,6 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
   const std::size_t vs = p.values().size();
   for (std::int32_t t : cands) {
     if (!(row[static_cast<std::size_t>(t) >> 5] >> (t & 31) & 1u)) continue;
-    ++last_checked_;
     bool ok = true;
     try {
       for (char c : vocab.bytes(t))

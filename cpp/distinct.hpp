@@ -99,14 +99,12 @@ class DistinctCorrection {
   /// Precomputes, per token, how many bytes it holds that can close an item of some group.
   DistinctCorrection(const Grammar& g, const Dfa* const* dfas, const Vocabulary& vocab);
   /// Clear from `row` every allowed token the parser (in checking mode) refuses.
+  /// Read-only: one correction is shared by a matcher's copies, which may run on several threads.
   void apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const;
-  /// Tokens replayed by the last apply (for tests and benchmarks).
-  std::size_t last_checked() const { return last_checked_; }
 
  private:
   std::vector<std::int32_t> one_;  // tokens with at least one closing byte
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
-  mutable std::size_t last_checked_ = 0;
 };
 
 }  // namespace corral

@@ -86,7 +86,11 @@ def test_enforced_exactly_against_jsonschema(name: str, llama32: corral.Tokenize
         doc = {"tags": value} if name == "nested in an object" else value
         want = validator.is_valid(doc)
         kinds.add(want)
-        for spelled in (json.dumps(doc), json.dumps(doc, separators=(",", ":")), json.dumps(doc, ensure_ascii=False)):
+        for spelled in (
+            json.dumps(doc),
+            json.dumps(doc, separators=(",", ":")),
+            json.dumps(doc, ensure_ascii=False),
+        ):
             assert _accepts(g, llama32, spelled) == want, (name, spelled)
         if name != "nested in an object":
             assert _accepts(g, llama32, text) == want, (name, text)
@@ -101,7 +105,7 @@ def test_duplicates_in_one_step_and_across_tokens(llama32: corral.Tokenizer) -> 
     m = g.matcher()
     assert m.accept_bytes(b'["ab", "a')
     assert not m.copy().accept_bytes(b'b"') and m.copy().accept_bytes(b'c"')
-    assert m.copy().accept_bytes(b'b')  # "ab..." may still become another value
+    assert m.copy().accept_bytes(b"b")  # "ab..." may still become another value
     # Token by token, the duplicate split across tokens is refused at the closing quote.
     ids = llama32.encode('["hello", "hello"]')
     n = g.matcher()
@@ -257,7 +261,11 @@ def test_random_walks_stay_distinct_and_exact(tokenizer: str, request: pytest.Fi
     # equals the parser's verdict per token at every step (every quote token, plus a sample).
     m = g.matcher()
     mask = corral.allocate_bitmask(1, tok)
-    short = [i for i in range(tok.vocab_size) if tok.token_bytes[i] in (b'"', b'","', b'", "', b"a", b"b", b'a"', b'b"')]
+    short = [
+        i
+        for i in range(tok.vocab_size)
+        if tok.token_bytes[i] in (b'"', b'","', b'", "', b"a", b"b", b'a"', b'b"')
+    ]
     for _ in range(14):
         mask_matches_accept(m, tok, sample=quotes + rng.sample(range(tok.width), 300))
         m.fill_next_token_bitmask(mask, 0)
@@ -273,11 +281,19 @@ def test_generation_lists_distinct_free_strings(smol_model: Any) -> None:
     schema = {
         "type": "object",
         "properties": {
-            "colours": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 5, "maxItems": 5}
+            "colours": {
+                "type": "array",
+                "items": {"type": "string"},
+                "uniqueItems": True,
+                "minItems": 5,
+                "maxItems": 5,
+            }
         },
         "required": ["colours"],
     }
-    r = corral.generate(smol_model, "List 5 colours as JSON. Red, red, red, red, red.", schema=schema, max_new_tokens=80)
+    r = corral.generate(
+        smol_model, "List 5 colours as JSON. Red, red, red, red, red.", schema=schema, max_new_tokens=80
+    )
     value = json.loads(r.text)
     assert jsonschema.Draft202012Validator(schema).is_valid(value), r.text
     assert len(set(value["colours"])) == 5

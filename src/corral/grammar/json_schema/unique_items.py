@@ -189,14 +189,21 @@ class UniqueItemsMixin(ConverterCore):
         MAX_REMEMBERED_ITEMS (see the module docstring); None otherwise."""
         where = _ptr(pointer, "items")
         s = self.deref(items, where)
-        if not isinstance(s, dict) or not set(s) - _ANNOTATIONS <= _FREE_STRING or s.get("type") not in (
-            "string",
-            ["string"],
+        if (
+            not isinstance(s, dict)
+            or not set(s) - _ANNOTATIONS <= _FREE_STRING
+            or s.get("type")
+            not in (
+                "string",
+                ["string"],
+            )
         ):
             return None
         min_length = s.get("minLength", 0)
-        if isinstance(min_length, bool) or not isinstance(min_length, int) or not (
-            0 <= min_length <= self.opt.max_counted_length
+        if (
+            isinstance(min_length, bool)
+            or not isinstance(min_length, int)
+            or not (0 <= min_length <= self.opt.max_counted_length)
         ):
             return None
         if hi is None or hi > MAX_REMEMBERED_ITEMS or hi == 0:
