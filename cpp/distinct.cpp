@@ -236,11 +236,18 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
   std::array<bool, 256> closing{};
   for (const KeyedGroup& kg : g.keyed) {
     if (!kg.distinct()) continue;
+    // (open_values also needs the separator to be terminals only: inside it, the group's own
+    // items are in the current set.)
+    const auto rec = static_cast<std::uint32_t>(kg.rec_prod[0]);
+    for (std::uint32_t q = g.rhs_begin[rec] + 1; q + 1 < g.rhs_begin[rec + 1]; ++q)
+      simple_ = simple_ && g.rhs_flat[q].is_terminal();
     for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(kg.value_nt)]) {
       const auto pr = static_cast<std::uint32_t>(prod);
       const Symbol last = g.rhs_flat[g.rhs_begin[pr + 1] - 1];
+      simple_ = simple_ && g.rhs_len(pr) == 1;
       if (!last.is_terminal() || g.terminals[static_cast<std::size_t>(last.index())].is_token) {
         closing.fill(true);
+        simple_ = false;
         continue;
       }
       const Dfa& d = *dfas[last.index()];
@@ -262,9 +269,15 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
 }
 
 void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const {
-  // With no value remembered, only a token that closes two items can hold a duplicate.
+  // With no value remembered by an open group, only a token that closes two items can hold a
+  // duplicate. Where the groups are is only known for single-terminal items: otherwise any
+  // value remembered anywhere counts.
   bool remembered = false;
-  for (const ValueSets::Entry& e : p.values().entries) remembered = remembered || e.value.known();
+  if (simple_) {
+    remembered = p.open_values();
+  } else {
+    for (const ValueSets::Entry& e : p.values().entries) remembered = remembered || e.value.known();
+  }
   const std::vector<std::int32_t>& cands = remembered ? one_ : two_;
   const bool was = p.check_values();
   p.set_check_values(true);

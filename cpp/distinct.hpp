@@ -105,6 +105,7 @@ class DistinctCorrection {
  private:
   std::vector<std::int32_t> one_;  // tokens with at least one closing byte
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
+  bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
 };
 
 }  // namespace corral

@@ -240,6 +240,20 @@ bool EarleyParser::close_set() {
   return true;
 }
 
+bool EarleyParser::open_values() const {
+  auto holds = [&](const Item& it) { return it.aux != 0 && distinct_group(it.prod) && values_.count(it.aux) > 0; };
+  for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
+    const Item& it = items_[i];
+    if (holds(it)) return true;
+    if (g_->value_group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)] < 0) continue;
+    const std::size_t ob = set_start_[it.origin];
+    const std::size_t oe = it.origin + 1 < set_start_.size() ? set_start_[it.origin + 1] : items_.size();
+    for (std::size_t j = ob; j < oe; ++j)
+      if (holds(items_[j])) return true;
+  }
+  return false;
+}
+
 bool EarleyParser::can_act(std::size_t begin) const {
   for (std::size_t i = begin; i < items_.size(); ++i) {
     const Item& it = items_[i];

@@ -94,6 +94,10 @@ class EarleyParser {
   ValueSets& values() { return values_; }
   const Grammar& grammar() const { return *g_; }
   const Dfa* const* dfas() const { return dfas_; }
+  /// Does an open distinct group already hold a value here: one of the current set's items, or
+  /// (for items of a group's item rule) one of the items that predicted them? Exact when every
+  /// group's item rule is a single terminal (then those are the only places its group is).
+  bool open_values() const;
 
  private:
   void open_set();

@@ -127,6 +127,35 @@ def test_mask_equals_the_parser_next_to_duplicates(prefix: bytes, llama32: corra
     mask_matches_accept(m, llama32, sample=_quote_tokens(llama32) + rng.sample(range(llama32.width), 800))
 
 
+TWO = {
+    "type": "object",
+    "properties": {"tags": FREE, "name": {"type": "string"}, "more": FREE},
+    "required": ["tags", "name", "more"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        b'{"tags": ["a"], "name": "',
+        b'{"tags": ["a"], "name": "a", "more": ["',
+        b'{"tags": ["a", "b"], "name": "b", "more": ["a',
+    ],
+)
+def test_each_array_remembers_its_own_items(prefix: bytes, llama32: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema(TWO, llama32)
+    validator = jsonschema.Draft202012Validator(TWO)
+    doc = {"tags": ["a", "b"], "name": "a", "more": ["a", "b"]}
+    assert validator.is_valid(doc) and _accepts(g, llama32, json.dumps(doc))
+    assert not _accepts(g, llama32, json.dumps({**doc, "more": ["b", "b"]}))
+    m = g.matcher()
+    assert m.accept_bytes(prefix)
+    assert m.copy().accept_bytes(b'"')  # "a" again: another array, or no array at all
+    rng = random.Random(prefix)
+    mask_matches_accept(m, llama32, sample=_quote_tokens(llama32) + rng.sample(range(llama32.width), 300))
+
+
 def test_the_mask_forbids_exactly_the_duplicate_closes(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(FREE, llama32)
     mask = corral.allocate_bitmask(1, llama32)
