@@ -156,6 +156,26 @@ def test_each_array_remembers_its_own_items(prefix: bytes, llama32: corral.Token
     mask_matches_accept(m, llama32, sample=_quote_tokens(llama32) + rng.sample(range(llama32.width), 300))
 
 
+@pytest.mark.parametrize("whitespace", ["compact", "pretty"])
+def test_arrays_of_unique_arrays(whitespace: str, llama32: corral.Tokenizer) -> None:
+    schema = {"type": "array", "items": {**FREE, "minItems": 1}, "maxItems": 3}
+    g = corral.compile_json_schema(schema, llama32, whitespace=whitespace)
+    assert not g.report.post_checks
+    dump = (
+        (lambda v: json.dumps(v, indent=2))
+        if whitespace == "pretty"
+        else (lambda v: json.dumps(v, separators=(",", ":")))
+    )
+    assert _accepts(g, llama32, dump([["a", "b"], ["a"], ["b", "a"]]))
+    assert not _accepts(g, llama32, dump([["a"], ["b", "b"]]))
+    text = dump([["a", "b"], ["b", "a"]])
+    m = g.matcher()
+    assert m.accept_bytes(text[: text.rindex('a"')].encode())  # inside the last "a": "b" is held
+    assert m.copy().accept_bytes(b'a"') and not m.copy().accept_bytes(b'b"')
+    rng = random.Random(whitespace)
+    mask_matches_accept(m, llama32, sample=_quote_tokens(llama32) + rng.sample(range(llama32.width), 300))
+
+
 def test_the_mask_forbids_exactly_the_duplicate_closes(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(FREE, llama32)
     mask = corral.allocate_bitmask(1, llama32)
