@@ -348,7 +348,7 @@ class Lowerer {
     grp.n_keys = 1;
     grp.min_count = k.min_count;
     grp.max_count = k.max_count;
-    grp.value_nt = new_nonterminal(g_.names[static_cast<std::size_t>(nt)] + "#item");
+    grp.value_nt = new_nonterminal(g_.names[static_cast<std::size_t>(nt)] + "_item");
     add_alternatives(grp.value_nt, lower_alts(substitute(k.members[0])));
     Seq rec{Symbol::nonterminal(nt)};
     const Seq sep = lower_seq(substitute(k.sep));
@@ -937,6 +937,12 @@ std::string Grammar::to_string() const {
     if (group_of.size() > nt && group_of[nt] >= 0) {
       // The key bookkeeping is not grammar syntax: say what the productions above mean.
       const KeyedGroup& k = keyed[static_cast<std::size_t>(group_of[nt])];
+      if (k.distinct()) {
+        out += "  # distinct group (distinct.hpp): items " + std::to_string(k.min_count) + ".." +
+               (k.max_count ? std::to_string(k.max_count) : std::string("n")) + " of " +
+               names[static_cast<std::size_t>(k.value_nt)] + ", no two equal\n";
+        continue;
+      }
       out += "  # keyed group (keyed.hpp): " + std::to_string(k.n_keys) + " keys, each at most once; required:";
       for (std::uint32_t r : k.required) out += " " + std::to_string(r);
       if (has_count_bounds(k))
