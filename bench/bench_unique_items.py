@@ -16,9 +16,14 @@ the converter did before unique groups existed) — and *after* (this tree).
    compile CPU time (after / before; the order of the two modes alternates per schema, and
    the compile cache is cleared before each).
 
-3. Mask CPU time (thread clock) along random walks on a few synthetic unique arrays, per mode.
+3. Mask CPU time (thread clock) along random walks on a few synthetic unique arrays, per mode:
+   before, the plain array (the keyword reported); after, the unique or distinct group. The
+   free-string arrays (distinct groups, cpp/distinct.hpp) are walked twice: with uniform tokens,
+   and preferring short tokens (``"``, ``a``, ``", "``...) so that duplicates are often one
+   token away and the correction has remembered values to compare.
 
 Run:  python bench/bench_unique_items.py [--suite DIR] [--bench DIR] [--limit N] [--walks N]
+                                         [--masks-only]
 """
 
 from __future__ import annotations
@@ -153,7 +158,11 @@ MASK_SCHEMAS: list[tuple[str, Any]] = [
     ("integers 0..63", {"items": {"type": "integer", "minimum": 0, "maximum": 63}, "maxItems": 12}),
     ("integers 0..100", {"items": {"type": "integer", "minimum": 0, "maximum": 100}, "maxItems": 12}),
     ("booleans/null", {"items": {"type": ["boolean", "null"]}}),
+    ("free strings", {"items": {"type": "string"}, "maxItems": 12}),
+    ("free strings, short", {"items": {"type": "string"}, "maxItems": 12}),
 ]
+# Walks on these prefer tokens of at most two bytes (see the module docstring).
+SHORT = {"free strings, short"}
 
 
 def masks(tok: corral.Tokenizer, walks: int) -> None:
@@ -170,6 +179,7 @@ def masks(tok: corral.Tokenizer, walks: int) -> None:
             rng = random.Random(name)
             times: list[float] = []
             mask = corral.allocate_bitmask(1, tok)
+            short = {i for i in range(tok.vocab_size) if len(tok.token_bytes[i]) <= 2}
             for _ in range(walks):
                 m = g.matcher()
                 for _ in range(40):
@@ -179,6 +189,8 @@ def masks(tok: corral.Tokenizer, walks: int) -> None:
                     ids = [i for i in corral.allowed_tokens(mask[0], tok) if i not in tok.eos_ids]
                     if not ids:
                         break
+                    if name in SHORT:
+                        ids = [i for i in ids if i in short] or ids
                     m.accept_token(rng.choice(ids))
             times.sort()
             p99 = times[int(0.99 * (len(times) - 1))]
@@ -194,11 +206,12 @@ def main() -> int:
     ap.add_argument("--bench", type=Path, default=DATA / "jsonschemabench")
     ap.add_argument("--limit", type=int, default=0, help="at most N jsonschemabench schemas (0: all)")
     ap.add_argument("--walks", type=int, default=10, help="random walks per schema for mask times")
+    ap.add_argument("--masks-only", action="store_true", help="only part 3 (mask CPU time)")
     args = ap.parse_args()
     tok = corral.Tokenizer.from_file(models.llama32_tokenizer_path())
-    if args.suite.is_dir():
+    if args.suite.is_dir() and not args.masks_only:
         suite(tok, args.suite)
-    if args.bench.is_dir():
+    if args.bench.is_dir() and not args.masks_only:
         bench_sets(tok, args.bench, args.limit)
     masks(tok, args.walks)
     set_mode("after")

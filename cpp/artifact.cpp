@@ -1,8 +1,9 @@
 // artifact.cpp — the compiled-grammar byte format: writer and strict reader (see artifact.hpp).
 //
-// Format version 3 (2 added keyed groups: the member key and role of each production and the
-// group table; 3 added each group's count bounds for %unique, unique.hpp; older artifacts are
-// refused with unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
+// Format version 4 (2 added keyed groups: the member key and role of each production and the
+// group table; 3 added each group's count bounds for %unique, unique.hpp; 4 added the item
+// nonterminal of %distinct groups, distinct.hpp; older artifacts are refused with
+// unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
 // unsigned LEB128 varints (at most 10 bytes, minimal: no trailing zero byte), strings are a
 // varint length followed by that many bytes.
 //
@@ -27,8 +28,9 @@
 //                    only, 2 min only).
 //   keyed groups     varint count G; each: varint nonterminal (< N), varint key count, varint
 //                    count R then R varints: the required key indices (ascending, < key count),
-//                    varint minimum count (<= key count; 1 for a plain keyed group), varint
-//                    maximum count (< key count; 0 = no bound).
+//                    varint (item nonterminal + 1) (< N + 1; 0: not a %distinct group), varint
+//                    minimum count (<= key count, or < 2^31 for a %distinct group; 1 for a plain
+//                    keyed group), varint maximum count (same bound; 0 = no bound).
 //                    Their consistency with the productions is checked by Grammar::finalize.
 //   terminals        varint count T; each: u8 kind (0 regex, 1 token, 2 slot), string text (the
 //                    printed /regex/, the token or the slot as written), then
@@ -267,6 +269,7 @@ std::string to_artifact(const CompiledGrammar& cg) {
     w.varint(k.n_keys);
     w.varint(k.required.size());
     for (std::uint32_t r : k.required) w.varint(r);
+    w.varint(static_cast<std::uint64_t>(k.value_nt + 1));
     w.varint(k.min_count);
     w.varint(k.max_count);
   }
@@ -423,8 +426,10 @@ std::shared_ptr<const CompiledGrammar> load_artifact(std::string_view data, std:
     for (std::size_t i = 0; i < nreq; ++i)
       k.required.push_back(static_cast<std::uint32_t>(r.below(k.n_keys, "keyed group required key")));
     // Count bounds (unique.hpp); their consistency is checked by Grammar::finalize.
-    k.min_count = static_cast<std::uint32_t>(r.below(std::uint64_t{k.n_keys} + 1, "unique group minimum count"));
-    k.max_count = static_cast<std::uint32_t>(r.below(std::uint64_t{k.n_keys} + 1, "unique group maximum count"));
+    k.value_nt = static_cast<std::int32_t>(r.below(names + 1, "distinct group item nonterminal")) - 1;
+    const std::uint64_t bound = k.distinct() ? std::uint64_t{1} << 31 : std::uint64_t{k.n_keys} + 1;
+    k.min_count = static_cast<std::uint32_t>(r.below(bound, "unique group minimum count"));
+    k.max_count = static_cast<std::uint32_t>(r.below(bound, "unique group maximum count"));
   }
 
   at = r.pos();

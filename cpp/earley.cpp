@@ -18,6 +18,12 @@ inline std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 33);
 }
 
+bool no_successor(const Dfa& d, std::int32_t state) {
+  for (std::uint32_t c = 0; c < d.num_classes(); ++c)
+    if (d.next_by_class(state, c) >= 0) return false;
+  return true;
+}
+
 inline std::uint64_t mix(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::int32_t d) {
   std::uint64_t h = (static_cast<std::uint64_t>(a) << 32 | b) * 0x9E3779B97F4A7C15ull;
   h ^= (static_cast<std::uint64_t>(c) << 32 | static_cast<std::uint32_t>(d)) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
@@ -39,6 +45,9 @@ void EarleyParser::reset() {
   wait_sig_.clear();
   costs_.clear();
   keys_.clear();
+  values_.clear();
+  set_byte_.clear();
+  pending_byte_ = -1;
   open_set();
   add(0, 0, 0, -1);
   bool ok = close_set();
@@ -50,6 +59,7 @@ void EarleyParser::pop_to(std::size_t n) {
   if (n < set_start_.size()) items_.resize(set_start_[n]);
   set_start_.resize(n);
   set_flags_.resize(n);
+  set_byte_.resize(n);
   wait_sig_.resize(n);
   if (costs_.size() > n) costs_.resize(n);
 }
@@ -57,6 +67,9 @@ void EarleyParser::pop_to(std::size_t n) {
 void EarleyParser::open_set() {
   set_start_.push_back(items_.size());
   set_flags_.push_back(0);
+  set_byte_.push_back(pending_byte_);
+  pending_byte_ = -1;
+  refused_ = false;
   if (++gen_ == 0) {  // generation counter wrapped: really clear
     std::fill(table_gen_.begin(), table_gen_.end(), 0);
     gen_ = 1;
@@ -74,7 +87,7 @@ void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t orig
   // no byte (and no token) can start a duplicate key (keyed.hpp).
   // Unique groups (unique.hpp): nor one that would hold more than max_count keys.
   const std::int32_t key = g_->productions[prod].key;
-  if (key >= 0 && aux != 0) {
+  if (key >= 0 && aux != 0 && !distinct_group(prod)) {
     if (keys_.has(aux, static_cast<std::uint32_t>(key))) return;
     const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(g_->group_of[static_cast<std::size_t>(g_->productions[prod].lhs)])];
     if (kg.max_count != 0 && key_count(keys_, aux) >= kg.max_count) return;
@@ -135,6 +148,7 @@ bool EarleyParser::close_set() {
   if (items_.size() == begin) {
     set_start_.pop_back();
     set_flags_.pop_back();
+    set_byte_.pop_back();
     return false;
   }
   for (std::size_t i = begin; i < items_.size(); ++i) {
@@ -152,7 +166,15 @@ bool EarleyParser::close_set() {
       const std::uint32_t out = grp >= 0 ? out_keys(it) : 0;
       // Unique groups (unique.hpp) also need min_count keys.
       const KeyedGroup* kg = grp >= 0 ? &g_->keyed[static_cast<std::size_t>(grp)] : nullptr;
-      const bool closes = !kg || (keys_.has_all(out, kg->required) && (kg->min_count <= 1 || key_count(keys_, out) >= kg->min_count));
+      const bool distinct = kg && kg->distinct();
+      const std::uint32_t have = !kg ? 0 : distinct ? values_.count(out) : key_count(keys_, out);
+      const bool closes = !kg || (keys_.has_all(out, kg->required) && (kg->min_count <= 1 || have >= kg->min_count));
+      // Distinct groups (distinct.hpp): a group with max_count values starts no other; an item
+      // V that completes advances its group only past a value the group does not hold yet.
+      const bool more = !distinct || kg->max_count == 0 || have < kg->max_count;
+      const std::int32_t vg = g_->value_group_of[static_cast<std::size_t>(lhs)];
+      ValueHash value;
+      if (vg >= 0 && check_values_) value = item_value(it.origin);
       const std::size_t ob = set_start_[it.origin], oe = set_start_[it.origin + 1];
       for (std::size_t j = ob; j < oe; ++j) {
         const Item& p = items_[j];
@@ -161,10 +183,19 @@ bool EarleyParser::close_set() {
           Symbol s = g_->rhs_flat[ppos];
           if (!s.is_terminal() && s.index() == lhs) {
             const Item pc = p;
-            if (grp < 0) {
+            if (vg >= 0 && g_->productions[pc.prod].lhs == g_->keyed[static_cast<std::size_t>(vg)].nt) {
+              if (value.known() && values_.has(pc.aux, value)) {  // a duplicate: refused
+                refused_ = true;
+                continue;
+              }
+              if (values_.count(pc.aux) >= kMaxDistinctItems)
+                throw LimitExceeded("max_distinct_items", values_.count(pc.aux) + 1, kMaxDistinctItems,
+                                    "a %distinct group holds too many items to remember");
+              add(pc.prod, pc.dot + 1, pc.origin, -1, values_.with(pc.aux, value));
+            } else if (grp < 0) {
               add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
             } else if (g_->productions[pc.prod].lhs == lhs) {
-              add(pc.prod, pc.dot + 1, pc.origin, -1, out);  // K ::= K . sep m (dot was 0: aux 0)
+              if (more) add(pc.prod, pc.dot + 1, pc.origin, -1, out);  // K ::= K . sep m (dot was 0: aux 0)
             } else if (closes) {
               add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
             }
@@ -183,6 +214,15 @@ bool EarleyParser::close_set() {
     for (std::int32_t p : g_->by_lhs[nt]) add(static_cast<std::uint32_t>(p), 0, static_cast<std::uint32_t>(k), -1);
     if (g_->nullable[nt]) add(it.prod, it.dot + 1, it.origin, -1, it.aux);  // groups are never nullable
   }
+  // A refused duplicate may leave only items that can never act again (completed ones): then
+  // the text is no prefix of a sentence and the set must be empty, as the invariant says.
+  if (refused_) {
+    refused_ = false;
+    if (!(set_flags_.back() & kAcceptFlag) && !can_act(begin)) {
+      abandon_set();
+      return false;
+    }
+  }
   // Signature of the items waiting on a nonterminal (see state_signature). Items are unique in
   // a set, so an order-independent sum of per-item hashes is canonical; an origin equal to this
   // set is hashed as a fixed "self" marker.
@@ -192,12 +232,37 @@ bool EarleyParser::close_set() {
     const std::uint32_t pos = g_->rhs_begin[it.prod] + it.dot;
     if (pos >= g_->rhs_begin[it.prod + 1] || g_->rhs_flat[pos].is_terminal()) continue;
     const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
-    const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 32 | it.dot) ^ keys_.hash[it.aux];
+    const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 32 | it.dot) ^ aux_hash(it);
     h1 += mix64(base ^ mix64(o.first));
     h2 += mix64(base * 0x9E3779B97F4A7C15ull ^ mix64(o.second + 0x632BE59BD9B4E019ull));
   }
   wait_sig_.push_back({mix64(h1), mix64(h2 ^ h1)});
   return true;
+}
+
+bool EarleyParser::open_values() const {
+  auto holds = [&](const Item& it) { return it.aux != 0 && distinct_group(it.prod) && values_.count(it.aux) > 0; };
+  for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
+    const Item& it = items_[i];
+    if (holds(it)) return true;
+    if (g_->value_group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)] < 0) continue;
+    const std::size_t ob = set_start_[it.origin];
+    const std::size_t oe = it.origin + 1 < set_start_.size() ? set_start_[it.origin + 1] : items_.size();
+    for (std::size_t j = ob; j < oe; ++j)
+      if (holds(items_[j])) return true;
+  }
+  return false;
+}
+
+bool EarleyParser::can_act(std::size_t begin) const {
+  for (std::size_t i = begin; i < items_.size(); ++i) {
+    const Item& it = items_[i];
+    const std::int32_t t = scanning_terminal(it);
+    if (t < 0) continue;
+    if (g_->terminals[static_cast<std::size_t>(t)].is_token) return true;
+    if (it.dstate >= 0 && !no_successor(dfa(t), it.dstate)) return true;
+  }
+  return false;
 }
 
 std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
@@ -211,7 +276,7 @@ std::pair<std::uint64_t, std::uint64_t> EarleyParser::state_signature() const {
     }
     const auto o = it.origin == k ? std::pair<std::uint64_t, std::uint64_t>{0x5E1F, 0x5E1F} : wait_sig_[it.origin];
     const std::uint64_t base = (static_cast<std::uint64_t>(it.prod) << 40) ^ (static_cast<std::uint64_t>(it.dot) << 20) ^
-                               static_cast<std::uint32_t>(it.dstate) ^ mix64(keys_.hash[it.aux]);
+                               static_cast<std::uint32_t>(it.dstate) ^ mix64(aux_hash(it));
     h1 += mix64(base ^ mix64(o.first + 1));
     h2 += mix64(base * 0xC2B2AE3D27D4EB4Full ^ mix64(o.second + 7));
   }
@@ -224,6 +289,7 @@ void EarleyParser::abandon_set() {
   items_.resize(set_start_.back());
   set_start_.pop_back();
   set_flags_.pop_back();
+  set_byte_.pop_back();
 }
 
 bool EarleyParser::push_states(const std::int32_t* new_states) {
@@ -235,7 +301,12 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
       if (ns < 0) continue;
       const Item it = items_[i];
       const std::int32_t t = scanning_terminal(it);
-      add(it.prod, it.dot, it.origin, ns, it.aux);
+      // Items of a distinct group's item (distinct.hpp) whose terminal can read no further byte
+      // are dropped: they could never act again, and when the value they close is refused as a
+      // duplicate nothing must stay alive.
+      const bool stuck = g_->value_group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)] >= 0 &&
+                         dfa(t).accepting(ns) && no_successor(dfa(t), ns);
+      if (!stuck) add(it.prod, it.dot, it.origin, ns, it.aux);
       if (dfa(t).accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1, it.aux);
     }
     return close_set();
@@ -293,12 +364,14 @@ bool EarleyParser::push_byte(std::uint8_t byte) {
   if (!any) return false;
   std::vector<std::int32_t> states;
   states.swap(scratch_states_);  // push_states may recurse into nothing, but keep it reentrant
+  pending_byte_ = byte;  // the new set's byte (distinct groups read items' text from them)
   bool ok = push_states(states.data());
   states.swap(scratch_states_);
   return ok;
 }
 
 std::uint32_t EarleyParser::out_keys(const Item& it) {
+  if (distinct_group(it.prod)) return it.aux;  // the item's value joined when its V completed
   const std::int32_t key = g_->productions[it.prod].key;
   return key >= 0 ? keys_.with(it.aux, static_cast<std::uint32_t>(key)) : it.aux;
 }
@@ -311,6 +384,7 @@ std::uint64_t EarleyParser::missing_cost(const Item& it) const {
   const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)];
   if (grp < 0) return 0;
   const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(grp)];
+  if (kg.distinct()) return distinct_missing_cost(*g_, kg, distinct_have(it));
   const std::int32_t key = g_->productions[it.prod].key;
   std::uint64_t cost = 0;
   for (std::uint32_t r : kg.required)
@@ -323,6 +397,10 @@ void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t 
   const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)];
   if (grp < 0) return;
   const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(grp)];
+  if (kg.distinct()) {
+    append_distinct_missing(*g_, kg, distinct_have(it), dfas_, out, cap);
+    return;
+  }
   const std::int32_t key = g_->productions[it.prod].key;
   for (std::uint32_t r : kg.required) {
     if (static_cast<std::int32_t>(r) == key || keys_.has(it.aux, r)) continue;
@@ -331,6 +409,22 @@ void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t 
       g_->append_min_string(g_->rhs_flat[q], dfas_, out, cap);
   }
   append_count_missing(*g_, kg, keys_, it.aux, key, dfas_, out, cap);
+}
+
+// Values a distinct group's item holds once it completes: its set, plus its own item when the
+// dot is still before V (the last symbol of both productions).
+std::uint32_t EarleyParser::distinct_have(const Item& it) const {
+  return values_.count(it.aux) + (it.dot < g_->rhs_len(it.prod) ? 1 : 0);
+}
+
+ValueHash EarleyParser::item_value(std::uint32_t origin) const {
+  const std::size_t k = set_start_.size() - 1;
+  std::string text;
+  for (std::size_t j = origin + 1; j <= k; ++j) {
+    if (set_byte_[j] < 0) return ValueHash{};  // not known (a token, or a mask's jump)
+    text.push_back(static_cast<char>(set_byte_[j]));
+  }
+  return value_hash(text);
 }
 
 std::array<std::uint64_t, 4> EarleyParser::next_bytes() const {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "distinct.hpp"
 #include "grammar.hpp"
 #include "keyed.hpp"
 
@@ -27,7 +28,8 @@ struct Item {
   std::uint32_t dot;
   std::uint32_t origin;
   std::int32_t dstate;  // DFA state of the terminal after the dot; -1 when none
-  std::uint32_t aux = 0;  // keyed and unique groups: id of the set of keys seen (KeySets, keyed.hpp, unique.hpp)
+  std::uint32_t aux = 0;  // keyed and unique groups: id of the set of keys seen (KeySets, keyed.hpp, unique.hpp);
+                          // distinct groups: id of the values seen (ValueSets, distinct.hpp)
 };
 
 class EarleyParser {
@@ -84,6 +86,19 @@ class EarleyParser {
   /// already accepting). Throws LimitExceeded past `cap` bytes.
   std::string shortest_completion(std::size_t cap);
 
+  /// Distinct groups (distinct.hpp): does a closing item compare its value with those already
+  /// closed (on: the default, what accepting text needs), or only count it (off: what the
+  /// cached, history-independent part of a mask is computed with)?
+  void set_check_values(bool on) { check_values_ = on; }
+  bool check_values() const { return check_values_; }
+  ValueSets& values() { return values_; }
+  const Grammar& grammar() const { return *g_; }
+  const Dfa* const* dfas() const { return dfas_; }
+  /// Does an open distinct group already hold a value here: one of the current set's items, or
+  /// (for items of a group's item rule) one of the items that predicted them? Exact when every
+  /// group's item rule is a single terminal (then those are the only places its group is).
+  bool open_values() const;
+
  private:
   void open_set();
   bool close_set();  // closure of the newest set; false (and popped) when empty
@@ -94,6 +109,18 @@ class EarleyParser {
   std::uint64_t missing_cost(const Item& it) const;
   void append_missing(const Item& it, std::string& out, std::size_t cap) const;
   std::uint32_t out_keys(const Item& it);
+  // distinct.hpp: the group of an item's production when it is a distinct group, else null.
+  const KeyedGroup* distinct_group(std::uint32_t prod) const {
+    const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[prod].lhs)];
+    return grp >= 0 && g_->keyed[static_cast<std::size_t>(grp)].distinct() ? &g_->keyed[static_cast<std::size_t>(grp)] : nullptr;
+  }
+  std::uint64_t aux_hash(const Item& it) const {
+    return it.aux == 0 ? 0 : distinct_group(it.prod) ? values_.signature(it.aux) : keys_.hash[it.aux];
+  }
+  // The value of the V that completed in the newest set with origin set `origin`.
+  ValueHash item_value(std::uint32_t origin) const;
+  std::uint32_t distinct_have(const Item& it) const;
+  bool can_act(std::size_t begin) const;
   void ensure_costs();
 
   static constexpr std::uint8_t kAcceptFlag = 1, kSlotFlag = 2;
@@ -109,6 +136,13 @@ class EarleyParser {
   // The seen-key sets items of keyed groups refer to (the matcher's only state besides the
   // item sets; cleared by reset()).
   KeySets keys_;
+  // Distinct groups (distinct.hpp): the value sets, the byte that created each set (-1: none
+  // known, e.g. a mask's jump through a terminal), and whether closing values are compared.
+  ValueSets values_;
+  std::vector<std::int16_t> set_byte_;
+  std::int16_t pending_byte_ = -1;
+  bool check_values_ = true;
+  bool refused_ = false;  // close_set: a duplicate was refused in the set being closed
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_sig_;  // per set
   // Dedup table for the set being built: open addressing over item indices, invalidated by
   // bumping a generation counter instead of clearing.

@@ -37,6 +37,9 @@ struct KeyedAst {
   // `%unique{min,max}(sep; item, ...)` (unique.hpp): a group of distinct items whose number is
   // bounded; max_count 0 means no bound but the number of members.
   std::uint32_t min_count = 1, max_count = 0;
+  // `%distinct{min,max}(sep; item)` (distinct.hpp): ONE item language whose closed items must be
+  // pairwise distinct JSON values (members holds that one item).
+  bool distinct = false;
 };
 
 struct RuleAst {
@@ -132,6 +135,11 @@ struct KeyedGroup {
   std::uint32_t min_count = 1, max_count = 0;
   // Derived by finalize (unique.hpp): keys in order of the cost of one more such member.
   std::vector<std::uint32_t> cheap_order;
+  // `%distinct` groups (distinct.hpp): the nonterminal of one item (`value_nt ::= item`), whose
+  // text is the value the parser remembers; -1 for keyed and unique groups. A distinct group
+  // has one key (0), `aux` of its items is a ValueSets id, and max_count 0 means no bound.
+  std::int32_t value_nt = -1;
+  bool distinct() const { return value_nt >= 0; }
 };
 
 struct Terminal {
@@ -162,6 +170,7 @@ class Grammar {
 
   // Derived tables (filled by finalize()).
   std::vector<std::int32_t> group_of;              // per nonterminal: keyed group index or -1
+  std::vector<std::int32_t> value_group_of;        // per nonterminal: the distinct group it is the item of, or -1
   std::vector<std::vector<std::int32_t>> by_lhs;   // productions of each nonterminal
   std::vector<std::uint8_t> nullable;              // per nonterminal
   std::vector<std::uint64_t> min_len;              // per nonterminal: shortest derivation (bytes)

@@ -287,6 +287,10 @@ class Lowerer {
   // one terminal (`,"name":`): a token like `, "` then stays inside a terminal instead of
   // needing the parser at the separator's end on every mask.
   void lower_keyed(const KeyedAst& k, std::int32_t nt) {
+    if (k.distinct) {
+      lower_distinct(k, nt);
+      return;
+    }
     const NodePtr sep = substitute(k.sep);
     const Seq sep_seq = lower_seq(sep);
     KeyedGroup grp;
@@ -332,6 +336,26 @@ class Lowerer {
       add_alternatives(nt, {all});
       g_.productions.back().role = kMinOnly;
     }
+    g_.keyed.push_back(std::move(grp));
+  }
+
+  // A distinct group (distinct.hpp): D ::= V | D sep V (key 0) and V ::= item, V its own
+  // nonterminal so that the parser sees where each item starts and ends (its text is the value
+  // it remembers); no min-only production (more items are appended by the parser's completion).
+  void lower_distinct(const KeyedAst& k, std::int32_t nt) {
+    KeyedGroup grp;
+    grp.nt = nt;
+    grp.n_keys = 1;
+    grp.min_count = k.min_count;
+    grp.max_count = k.max_count;
+    grp.value_nt = new_nonterminal(g_.names[static_cast<std::size_t>(nt)] + "_item");
+    add_alternatives(grp.value_nt, lower_alts(substitute(k.members[0])));
+    Seq rec{Symbol::nonterminal(nt)};
+    const Seq sep = lower_seq(substitute(k.sep));
+    rec.insert(rec.end(), sep.begin(), sep.end());
+    rec.push_back(Symbol::nonterminal(grp.value_nt));
+    add_alternatives(nt, {Seq{Symbol::nonterminal(grp.value_nt)}, rec});
+    for (std::size_t i = g_.productions.size() - 2; i < g_.productions.size(); ++i) g_.productions[i].key = 0;
     g_.keyed.push_back(std::move(grp));
   }
 
@@ -913,6 +937,12 @@ std::string Grammar::to_string() const {
     if (group_of.size() > nt && group_of[nt] >= 0) {
       // The key bookkeeping is not grammar syntax: say what the productions above mean.
       const KeyedGroup& k = keyed[static_cast<std::size_t>(group_of[nt])];
+      if (k.distinct()) {
+        out += "  # distinct group (distinct.hpp): items " + std::to_string(k.min_count) + ".." +
+               (k.max_count ? std::to_string(k.max_count) : std::string("n")) + " of " +
+               names[static_cast<std::size_t>(k.value_nt)] + ", no two equal\n";
+        continue;
+      }
       out += "  # keyed group (keyed.hpp): " + std::to_string(k.n_keys) + " keys, each at most once; required:";
       for (std::uint32_t r : k.required) out += " " + std::to_string(r);
       if (has_count_bounds(k))

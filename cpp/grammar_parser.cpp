@@ -147,13 +147,15 @@ class GrammarParser {
   void parse_keyed(std::int32_t idx) {
     const std::size_t start = pos_;
     auto k = std::make_shared<KeyedAst>();
-    const bool unique = consume("%unique");
+    // `%distinct{min,max}(sep; item)` (distinct.hpp): one item, whose closed values differ.
+    k->distinct = consume("%distinct");
+    const bool unique = k->distinct || consume("%unique");
     if (unique) {
       parse_count_bounds(*k);
     } else if (!consume("%keyed")) {
-      fail("expected `%keyed(` or `%unique(` (the only `%` forms)");
+      fail("expected `%keyed(`, `%unique(` or `%distinct(` (the only `%` forms)");
     }
-    const char* form = unique ? "%unique" : "%keyed";
+    const char* form = k->distinct ? "%distinct" : unique ? "%unique" : "%keyed";
     skip_ws();
     if (!consume("(")) fail(std::string("expected `(` after ") + form);
     const bool outer = in_keyed_;
@@ -173,11 +175,11 @@ class GrammarParser {
       const bool req = !unique && consume("!");
       if (req) k->required.push_back(static_cast<std::uint32_t>(k->members.size()));
       k->members.push_back(expr(unique ? "an item" : "a member"));
-      if (!consume(",")) break;
+      if (k->distinct || !consume(",")) break;  // %distinct has exactly one item
     }
     if (!unique && consume(";")) k->extra = expr("the member for undeclared keys");
     if (!consume(")")) fail(std::string("expected `)` to close ") + form + "( opened at " + where(start));
-    if (unique && k->min_count > k->members.size())
+    if (unique && !k->distinct && k->min_count > k->members.size())
       fail_at(start, "%unique needs at least " + std::to_string(k->min_count) + " distinct items but lists only " +
                          std::to_string(k->members.size()));
     in_keyed_ = outer;

@@ -56,11 +56,18 @@ std::uint32_t KeySets::with(std::uint32_t set, std::uint32_t key) {
 void finalize_keyed(Grammar& g) {
   const std::size_t n = g.names.size();
   g.group_of.assign(n, -1);
+  g.value_group_of.assign(n, -1);
   for (std::size_t k = 0; k < g.keyed.size(); ++k) {
     KeyedGroup& grp = g.keyed[k];
     if (grp.nt <= 0 || static_cast<std::size_t>(grp.nt) >= n || g.group_of[static_cast<std::size_t>(grp.nt)] >= 0)
       throw CompileError("keyed group " + std::to_string(k) + " names an invalid or repeated nonterminal");
     g.group_of[static_cast<std::size_t>(grp.nt)] = static_cast<std::int32_t>(k);
+    if (grp.distinct()) {  // distinct.hpp: one key, an item nonterminal of its own
+      const auto v = static_cast<std::size_t>(grp.value_nt);
+      if (v == 0 || v >= n || grp.value_nt == grp.nt || g.value_group_of[v] >= 0 || grp.n_keys != 1 || !grp.required.empty())
+        throw CompileError("distinct group " + std::to_string(k) + " is inconsistent");
+      g.value_group_of[v] = static_cast<std::int32_t>(k);
+    }
     for (std::size_t i = 0; i < grp.required.size(); ++i)
       if (grp.required[i] >= grp.n_keys || (i > 0 && grp.required[i] <= grp.required[i - 1]))
         throw CompileError("keyed group " + std::to_string(k) + " has an invalid required key");
@@ -84,8 +91,13 @@ void finalize_keyed(Grammar& g) {
     const bool rec = pr.rhs.size() >= 2 && !pr.rhs[0].is_terminal() && pr.rhs[0].index() == pr.lhs;
     if (rec && pr.key >= 0) kg.rec_prod[static_cast<std::size_t>(pr.key)] = static_cast<std::int32_t>(p);
   }
+  for (std::size_t v = 0; v < n; ++v)
+    if (g.value_group_of[v] >= 0 && g.group_of[v] >= 0)
+      throw CompileError("distinct group " + std::to_string(g.value_group_of[v]) + ": its item is a group");
   for (std::size_t k = 0; k < g.keyed.size(); ++k) {
     const KeyedGroup& kg = g.keyed[k];
+    if (kg.distinct() && g.nullable[static_cast<std::size_t>(kg.value_nt)])
+      throw CompileError("distinct group '" + g.names[static_cast<std::size_t>(kg.nt)] + "': an item may not be empty");
     if (g.nullable[static_cast<std::size_t>(kg.nt)])
       throw CompileError("keyed group '" + g.names[static_cast<std::size_t>(kg.nt)] + "': a member may not be empty");
     for (std::uint32_t r : kg.required)

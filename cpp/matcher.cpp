@@ -24,7 +24,17 @@ const std::shared_ptr<const CompiledGrammar>& require_bound(const std::shared_pt
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(require_bound(grammar)),
-      parser_(grammar_->grammar(), grammar_->dfas().data(), grammar_->limits().max_items_per_set) {}
+      parser_(grammar_->grammar(), grammar_->dfas().data(), grammar_->limits().max_items_per_set) {
+  const auto& groups = grammar_->grammar().keyed;
+  if (std::any_of(groups.begin(), groups.end(), [](const KeyedGroup& k) { return k.distinct(); }))
+    distinct_ = std::make_shared<const DistinctCorrection>(grammar_->grammar(), grammar_->dfas().data(), grammar_->vocab());
+}
+
+// distinct.hpp: the cached part of a mask is computed with value checks off (it depends on the
+// number of items only); this clears the tokens that would close a duplicate.
+void Matcher::correct_distinct(std::uint32_t* urow) {
+  if (distinct_) distinct_->apply(parser_, grammar_->vocab(), urow);
+}
 
 void Matcher::reset() {
   parser_.reset();
@@ -146,6 +156,7 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
       sig = parser_.state_signature();
       if (auto hit = grammar_->memo_get(sig)) {
         std::memcpy(urow, hit->data(), words * sizeof(std::uint32_t));
+        correct_distinct(urow);
         return;
       }
     }
@@ -154,7 +165,11 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
     // otherwise every binding of the skeleton can reuse it.)
     parser_.clear_slot_seen();
     const bool slot_state = parser_.slot_items();
+    const std::size_t values = parser_.values().size();
+    parser_.set_check_values(false);
     mark_allowed(urow, 0, 0);
+    parser_.set_check_values(true);
+    parser_.values().truncate(values);
     named_.clear();
     parser_.expected_tokens(named_);
     for (std::int32_t id : named_) urow[static_cast<std::size_t>(id) >> 5] |= 1u << (id & 31);
@@ -164,7 +179,9 @@ void Matcher::fill_next_token_bitmask(std::int32_t* row) {
       if (sig.first == 0 && sig.second == 0) sig = parser_.state_signature();
       grammar_->memo_put(sig, urow, slot_state || parser_.slot_seen());
     }
+    correct_distinct(urow);
   } catch (const std::exception& e) {
+    parser_.set_check_values(true);
     parser_.pop_to(mark);
     set_error(e.what());
     std::memset(row, 0, words * sizeof(std::int32_t));
@@ -271,7 +288,7 @@ std::string Matcher::forced_bytes(std::size_t max_bytes) {
 
 std::string Matcher::shortest_completion(std::size_t max_bytes) {
   if (terminated_ || !error_.empty()) return std::string();
-  return parser_.shortest_completion(max_bytes);
+  return distinct_ ? distinct_completion(parser_, max_bytes) : parser_.shortest_completion(max_bytes);
 }
 
 }  // namespace corral

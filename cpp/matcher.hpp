@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compiled_grammar.hpp"
+#include "distinct.hpp"
 #include "earley.hpp"
 
 namespace corral {
@@ -83,6 +84,9 @@ class Matcher {
   std::vector<Scratch> scratch_;
   bool parser_work_ = false;
   std::vector<std::int32_t> named_;
+  // Grammars with %distinct groups (distinct.hpp): the history-dependent part of each mask.
+  std::shared_ptr<const DistinctCorrection> distinct_;
+  void correct_distinct(std::uint32_t* urow);
 
 };
 

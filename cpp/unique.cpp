@@ -32,6 +32,13 @@ void finalize_unique(Grammar& g) {
     kg.cheap_order.clear();
     if (!has_count_bounds(kg)) continue;
     const std::string name = "unique group '" + g.names[static_cast<std::size_t>(kg.nt)] + "'";
+    if (kg.distinct()) {  // distinct.hpp: unboundedly many values, so only the bounds to check
+      if (kg.min_count < 1 || (kg.max_count != 0 && kg.max_count < kg.min_count))
+        throw CompileError(name + ": invalid count bounds");
+      if (kg.rec_prod[0] < 0) throw CompileError(name + ": no production adds an item");
+      kg.cheap_order.push_back(0);
+      continue;
+    }
     if (!kg.required.empty()) throw CompileError(name + ": count bounds with required members");
     for (const Production& p : g.productions)
       if (p.lhs == kg.nt && p.key == kExtraKey) throw CompileError(name + ": count bounds with an undeclared-key member");

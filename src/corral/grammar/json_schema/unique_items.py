@@ -15,6 +15,16 @@ does). Values are told apart by JSON equality (``1``, ``1.0`` and ``1e0`` are on
 every spelling of that value, so the members' languages are disjoint and a duplicate can never
 hide behind another spelling.
 
+Free strings (``distinct_array``): items ``{"type": "string"}``, with at most a ``minLength``
+beside it, and a ``maxItems`` of at most ``MAX_REMEMBERED_ITEMS``, become one distinct group
+(``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a 128-bit hash of
+each closed item's value (after unescaping) and refuses the tokens that would close an equal one.
+Why only those strings: a dead end is impossible only when every open item can still become
+infinitely many values — a string with ``maxLength``, ``pattern`` or ``format`` may have few
+(``maxLength: 1``, ``pattern: ^[ab]$``): those stay in the report unless they are a small enum
+(the finite path above). Why ``maxItems``: it bounds what the matcher remembers (24 bytes an
+item), decided before decoding; without it the keyword stays in the report.
+
 Bounds: at most ``MAX_UNIQUE_VALUES`` (32) distinct values: the matcher's per-array set is a
 bitset of that many bits and the grammar has two productions per value, but what sets the cap is
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
@@ -39,6 +49,10 @@ from corral.grammar.json_schema.util import _NoValue, _ptr
 
 #: The most distinct item values a unique array is enforced for (see the module docstring).
 MAX_UNIQUE_VALUES = 32
+#: The largest maxItems of a free-string unique array enforced in the mask (distinct_array).
+MAX_REMEMBERED_ITEMS = 256
+# Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
+_FREE_STRING = frozenset({"type", "minLength"})
 # Item-schema keywords that only filter a finite value set (anything else: not handled here).
 _FILTERS = frozenset({"enum", "const", "type", *_NUMBER_KEYS, *_STRING_KEYS})
 # Bounded integer ranges wider than this are not enumerated.
@@ -161,6 +175,51 @@ class UniqueItemsMixin(ConverterCore):
             "uniqueItems",
             "enforced",
             f"{n} distinct item values, kept by the matcher",
+        )
+        if self.pretty:
+            filled = f'"[" {opening} {group} {closing} "]"'
+            return filled if lo > 0 else f'"[" "]" | {filled}'
+        content = group if lo > 0 else f"( {group} )?"
+        return f'"[" {self.ws} {content} {self.ws} "]"'
+
+    def distinct_array(
+        self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
+    ) -> str | None:
+        """The array as a distinct group when its items are free strings and maxItems is at most
+        MAX_REMEMBERED_ITEMS (see the module docstring); None otherwise."""
+        where = _ptr(pointer, "items")
+        s = self.deref(items, where)
+        if (
+            not isinstance(s, dict)
+            or not set(s) - _ANNOTATIONS <= _FREE_STRING
+            or s.get("type")
+            not in (
+                "string",
+                ["string"],
+            )
+        ):
+            return None
+        min_length = s.get("minLength", 0)
+        if (
+            isinstance(min_length, bool)
+            or not isinstance(min_length, int)
+            or not (0 <= min_length <= self.opt.max_counted_length)
+        ):
+            return None
+        if hi is None or hi > MAX_REMEMBERED_ITEMS or hi == 0:
+            return None
+        item = self.child_rule(items, where)
+        opening, sep, closing, _ = self.layout()
+        group = self.new_rule("distinct")
+        self.rules[group] = f"%distinct{{{max(lo, 1)},{hi}}}( {sep} ; {item} )"
+        for key in ("minItems", "maxItems", "items"):
+            if key in schema:
+                self.note(_ptr(pointer, key), key, "enforced")
+        self.note(
+            _ptr(pointer, "uniqueItems"),
+            "uniqueItems",
+            "enforced",
+            "free strings, kept distinct by the matcher (it remembers each closed item)",
         )
         if self.pretty:
             filled = f'"[" {opening} {group} {closing} "]"'

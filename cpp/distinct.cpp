@@ -1,0 +1,308 @@
+// distinct.cpp — see distinct.hpp for the construct, how masks stay exact and why it is bounded.
+#include "distinct.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "earley.hpp"
+#include "errors.hpp"
+#include "vocab.hpp"
+
+namespace corral {
+namespace {
+constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max() / 4;
+
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  return x ^ (x >> 33);
+}
+
+ValueHash hash_tagged(char tag, std::string_view s) {
+  std::uint64_t a = 0xCBF29CE484222325ull ^ static_cast<std::uint8_t>(tag), b = 0x84222325CBF29CE4ull + static_cast<std::uint8_t>(tag);
+  for (char c : s) {
+    const auto x = static_cast<std::uint8_t>(c);
+    a = (a ^ x) * 0x100000001B3ull;
+    b = (b + x + 1) * 0x9E3779B97F4A7C15ull;
+    b ^= b >> 29;
+  }
+  ValueHash h{mix64(a ^ s.size()), mix64(b + 0x632BE59BD9B4E019ull)};
+  h.h1 |= 1;  // never the "unknown" hash
+  return h;
+}
+
+void put_utf8(std::uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {  // (lone surrogates too: generalised UTF-8, still one value each)
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A JSON string's value (its UTF-8 after unescaping); false when `t` is not one.
+bool json_string_value(std::string_view t, std::string& out) {
+  if (t.size() < 2 || t.front() != '"' || t.back() != '"') return false;
+  auto hex4 = [&](std::size_t i, std::uint32_t& v) {
+    if (i + 4 > t.size() - 1) return false;
+    v = 0;
+    for (std::size_t k = i; k < i + 4; ++k) {
+      const int d = hex_digit(t[k]);
+      if (d < 0) return false;
+      v = v * 16 + static_cast<std::uint32_t>(d);
+    }
+    return true;
+  };
+  for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '"') return false;
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (i + 2 >= t.size()) return false;  // the escaped character must precede the closing quote
+    ++i;
+    switch (t[i]) {
+      case '"': out.push_back('"'); break;
+      case '\\': out.push_back('\\'); break;
+      case '/': out.push_back('/'); break;
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case 'u': {
+        std::uint32_t v = 0;
+        if (!hex4(i + 1, v)) return false;
+        i += 4;
+        std::uint32_t lo = 0;
+        if (v >= 0xD800 && v < 0xDC00 && i + 2 < t.size() - 1 && t[i + 1] == '\\' && t[i + 2] == 'u' && hex4(i + 3, lo) &&
+            lo >= 0xDC00 && lo < 0xE000) {
+          v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+          i += 6;
+        }
+        put_utf8(v, out);
+        break;
+      }
+      default: return false;
+    }
+  }
+  return true;
+}
+
+// A JSON number's exact value as `[-]digits e exponent` with no leading or trailing zero digit
+// ("0" for zero, whatever its sign); false when `t` is not a JSON number or its exponent is huge.
+bool json_number_value(std::string_view t, std::string& out) {
+  std::size_t i = 0;
+  const bool neg = i < t.size() && t[i] == '-';
+  if (neg) ++i;
+  std::string digits;
+  std::int64_t exp = 0;
+  const std::size_t int_at = i;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9') digits.push_back(t[i++]);
+  if (i == int_at) return false;
+  if (i < t.size() && t[i] == '.') {
+    const std::size_t frac_at = ++i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+      digits.push_back(t[i++]);
+      --exp;
+    }
+    if (i == frac_at) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    bool eneg = false;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) eneg = t[i++] == '-';
+    const std::size_t exp_at = i;
+    std::int64_t e = 0;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+      e = e * 10 + (t[i++] - '0');
+      if (e > (std::int64_t{1} << 50)) return false;
+    }
+    if (i == exp_at) return false;
+    exp += eneg ? -e : e;
+  }
+  if (i != t.size()) return false;
+  const std::size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) {
+    out = "0";
+    return true;
+  }
+  std::size_t last = digits.find_last_not_of('0');
+  exp += static_cast<std::int64_t>(digits.size() - 1 - last);
+  out = (neg ? "-" : "") + digits.substr(first, last + 1 - first) + "e" + std::to_string(exp);
+  return true;
+}
+
+}  // namespace
+
+ValueHash value_hash(std::string_view text) {
+  std::string v;
+  if (!text.empty() && text.front() == '"') {
+    if (json_string_value(text, v)) return hash_tagged('s', v);
+  } else if (!text.empty() && (text.front() == '-' || (text.front() >= '0' && text.front() <= '9'))) {
+    if (json_number_value(text, v)) return hash_tagged('n', v);
+  }
+  return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
+}
+
+bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
+  if (!v.known()) return false;
+  for (std::uint32_t s = set; s != 0; s = entries[s].parent)
+    if (entries[s].value == v) return true;
+  return false;
+}
+
+std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v) {
+  // The newest entries are the likeliest twins (one completion advancing several items).
+  const std::size_t n = entries.size();
+  for (std::size_t k = n; k > 1 && k + 8 > n; --k)
+    if (entries[k - 1].parent == set && entries[k - 1].value == v) return static_cast<std::uint32_t>(k - 1);
+  entries.push_back(Entry{set, entries[set].count + 1, v});
+  return static_cast<std::uint32_t>(n);
+}
+
+std::uint64_t ValueSets::signature(std::uint32_t set) const {
+  return set == 0 ? 0 : mix64(0xD157'1AC7'0000'0000ull + entries[set].count);
+}
+
+std::uint64_t distinct_missing_cost(const Grammar& g, const KeyedGroup& kg, std::uint32_t have) {
+  if (have >= kg.min_count) return 0;
+  const std::uint64_t one = g.suffix_cost(static_cast<std::uint32_t>(kg.rec_prod[0]), 1);
+  return std::min(kInf, one * (kg.min_count - have));
+}
+
+void append_distinct_missing(const Grammar& g, const KeyedGroup& kg, std::uint32_t have, const Dfa* const* dfas,
+                             std::string& out, std::size_t cap) {
+  const auto p = static_cast<std::uint32_t>(kg.rec_prod[0]);
+  for (std::uint32_t n = have; n < kg.min_count; ++n)
+    for (std::uint32_t q = g.rhs_begin[p] + 1; q < g.rhs_begin[p + 1]; ++q) g.append_min_string(g.rhs_flat[q], dfas, out, cap);
+}
+
+std::string distinct_completion(EarleyParser& p, std::size_t cap) {
+  const std::size_t mark = p.num_sets();
+  std::string out;
+  try {
+    // Each repair makes the item being closed one byte longer, so this ends: a value can equal
+    // at most one remembered value per length.
+    while (true) {
+      if (out.size() > cap) throw LimitExceeded("max_completion_bytes", out.size(), cap, "the shortest completion is too long");
+      const std::string c = p.shortest_completion(cap - out.size());
+      std::size_t i = 0;
+      while (i < c.size() && p.push_byte(static_cast<std::uint8_t>(c[i]))) ++i;
+      out.append(c, 0, i);
+      if (i == c.size()) break;
+      // c[i] would close a duplicate: write the smallest other byte the parser takes there.
+      const auto bits = p.next_bytes();
+      bool moved = false;
+      for (int b = 0; b < 256 && !moved; ++b) {
+        if (b == static_cast<std::uint8_t>(c[i]) || !(bits[static_cast<std::size_t>(b >> 6)] >> (b & 63) & 1)) continue;
+        if (p.push_byte(static_cast<std::uint8_t>(b))) {
+          out.push_back(static_cast<char>(b));
+          moved = true;
+        }
+      }
+      CORRAL_CHECK(moved, "no completion avoids a duplicate item");
+    }
+  } catch (...) {
+    p.pop_to(mark);
+    throw;
+  }
+  p.pop_to(mark);
+  return out;
+}
+
+DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas, const Vocabulary& vocab) {
+  // A byte "closes" an item when it takes the last terminal of an item production into an
+  // accepting state; an item that does not end with a terminal makes every byte closing.
+  std::array<bool, 256> closing{};
+  for (const KeyedGroup& kg : g.keyed) {
+    if (!kg.distinct()) continue;
+    // (open_values also needs the separator to be terminals only: inside it, the group's own
+    // items are in the current set.)
+    const auto rec = static_cast<std::uint32_t>(kg.rec_prod[0]);
+    for (std::uint32_t q = g.rhs_begin[rec] + 1; q + 1 < g.rhs_begin[rec + 1]; ++q)
+      simple_ = simple_ && g.rhs_flat[q].is_terminal();
+    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(kg.value_nt)]) {
+      const auto pr = static_cast<std::uint32_t>(prod);
+      const Symbol last = g.rhs_flat[g.rhs_begin[pr + 1] - 1];
+      simple_ = simple_ && g.rhs_len(pr) == 1;
+      if (!last.is_terminal() || g.terminals[static_cast<std::size_t>(last.index())].is_token) {
+        closing.fill(true);
+        simple_ = false;
+        continue;
+      }
+      const Dfa& d = *dfas[last.index()];
+      for (std::uint32_t s = 0; s < d.num_states(); ++s)
+        for (int b = 0; b < 256; ++b) {
+          const std::int32_t n = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
+          if (n >= 0 && d.accepting(n)) closing[static_cast<std::size_t>(b)] = true;
+        }
+    }
+  }
+  for (std::uint32_t t = 0; t < vocab.size(); ++t) {
+    const auto id = static_cast<std::int32_t>(t);
+    if (vocab.is_special(id)) continue;
+    std::size_t n = 0;
+    for (char c : vocab.bytes(id)) n += closing[static_cast<std::uint8_t>(c)] ? 1 : 0;
+    if (n >= 1) one_.push_back(id);
+    if (n >= 2) two_.push_back(id);
+  }
+}
+
+void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const {
+  // With no value remembered by an open group, only a token that closes two items can hold a
+  // duplicate. Where the groups are is only known for single-terminal items: otherwise any
+  // value remembered anywhere counts.
+  bool remembered = false;
+  if (simple_) {
+    remembered = p.open_values();
+  } else {
+    for (const ValueSets::Entry& e : p.values().entries) remembered = remembered || e.value.known();
+  }
+  const std::vector<std::int32_t>& cands = remembered ? one_ : two_;
+  const bool was = p.check_values();
+  p.set_check_values(true);
+  const std::size_t mark = p.num_sets();
+  const std::size_t vs = p.values().size();
+  for (std::int32_t t : cands) {
+    if (!(row[static_cast<std::size_t>(t) >> 5] >> (t & 31) & 1u)) continue;
+    bool ok = true;
+    try {
+      for (char c : vocab.bytes(t))
+        if (!p.push_byte(static_cast<std::uint8_t>(c))) {
+          ok = false;
+          break;
+        }
+    } catch (...) {
+      p.pop_to(mark);
+      p.values().truncate(vs);
+      p.set_check_values(was);
+      throw;
+    }
+    p.pop_to(mark);
+    p.values().truncate(vs);
+    if (!ok) row[static_cast<std::size_t>(t) >> 5] &= ~(1u << (t & 31));
+  }
+  p.set_check_values(was);
+}
+
+}  // namespace corral

@@ -1,0 +1,111 @@
+// distinct.hpp — groups of pairwise distinct items drawn from an unbounded language: JSON arrays
+// of free strings under `uniqueItems`.
+//
+// Grammar text: `D ::= %distinct{min,max}(sep; item)` (`{min,}` has no upper bound, no braces
+// means `{1,}`) — one or more items separated by `sep`, at least `min` and at most `max` of
+// them, no two equal as JSON values: strings compare after unescaping (`"a"` = `"\u0061"`),
+// numbers by exact decimal value (`1` = `1.0` = `10e-1`), `true`/`false`/`null` by text, any
+// other item by its exact text.
+//
+// Unlike `%unique` (unique.hpp: a finite set of values, one member each), the item language is
+// one rule, so the values an array holds are only known from the text. Lowering
+// (grammar_lower.cpp) writes D ::= V | D sep V (key 0) and V ::= item, V a nonterminal of its
+// own: the parser sees where each item starts and ends.
+//
+// Parsing (earley.cpp): items of D's productions carry in `aux` an id in the parser's ValueSets
+// (this file): the values of the items closed so far, as 128-bit hashes of their canonical
+// form (memory: 24 bytes per closed item, not the item's length). When a V completes, the parser
+// reads its text (the bytes of the sets between its origin and now, kept per set) and, in
+// checking mode, refuses to advance D past a value it already holds; an item of V whose terminal
+// can read no further byte is dropped, so a refused value leaves no live item behind. A D with
+// `max` values does not start another; D closes only with at least `min`.
+//
+// Masks: the frontier masks are cached per lexical state and cannot know the text of an item, so
+// the matcher computes them with checking OFF (the parser then counts items but compares
+// nothing; the mask memo's signatures hash only the count) and then applies DistinctCorrection:
+// every allowed token that contains a byte able to close an item (precomputed per matcher from
+// the vocabulary) is replayed through the parser with checking ON, and dropped when the parser
+// refuses it. Exactness relies on the item language having, from every open item prefix,
+// infinitely many values (true of a JSON string without maxLength/pattern/format: a character
+// can always be appended), so a refused close is the only way to a dead end; the JSON Schema
+// converter only writes `%distinct` for such items and with a finite maxItems
+// (grammar/json_schema/unique_items.py), which bounds the memory.
+// Completions: distinct_completion repairs the parser's shortest completion wherever it would
+// close a duplicate, by writing the smallest other allowed byte first (inside a string: a space).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammar.hpp"
+
+namespace corral {
+
+class EarleyParser;
+class Vocabulary;
+
+/// 128-bit hash of one item's canonical value; {0, 0} is "unknown" (never equal to another).
+struct ValueHash {
+  std::uint64_t h1 = 0, h2 = 0;
+  bool known() const { return (h1 | h2) != 0; }
+  bool operator==(const ValueHash& o) const { return h1 == o.h1 && h2 == o.h2; }
+};
+
+/// The canonical value of one item's text (see the header comment for what compares equal).
+ValueHash value_hash(std::string_view text);
+
+/// The parser's memory of distinct groups: persistent sets of value hashes (id 0: the empty
+/// set), each an existing set plus one value. Ids stay valid until truncate()/clear().
+struct ValueSets {
+  struct Entry {
+    std::uint32_t parent = 0, count = 0;
+    ValueHash value;
+  };
+  std::vector<Entry> entries{Entry{}};
+
+  void clear() { entries.resize(1); }
+  std::size_t size() const { return entries.size(); }
+  /// Forget the sets created after size() was n (the caller drops every item that names them).
+  void truncate(std::size_t n) { entries.resize(n); }
+  std::uint32_t count(std::uint32_t set) const { return entries[set].count; }
+  /// Does `set` hold `v` (a known value)? O(count).
+  bool has(std::uint32_t set, const ValueHash& v) const;
+  /// set + {v} (v may be unknown: counted, never matched).
+  std::uint32_t with(std::uint32_t set, const ValueHash& v);
+  /// What parser-state signatures hash: the count only (masks are computed with checking off).
+  std::uint64_t signature(std::uint32_t set) const;
+};
+
+/// The most remembered values of one group the parser accepts (LimitExceeded past it); the
+/// converter only writes groups whose maxItems is at most this.
+inline constexpr std::uint32_t kMaxDistinctItems = 4096;
+
+/// Shortest-completion bookkeeping of a distinct group's item `aux` (values held; `pending` when
+/// the item has yet to close its own value): the bytes of the items still needed to reach min,
+/// and their text (`sep item` each, possibly equal values: distinct_completion repairs them).
+std::uint64_t distinct_missing_cost(const Grammar& g, const KeyedGroup& kg, std::uint32_t have);
+void append_distinct_missing(const Grammar& g, const KeyedGroup& kg, std::uint32_t have, const Dfa* const* dfas,
+                             std::string& out, std::size_t cap);
+
+/// The shortest completion of the parser's state with no duplicate value (the parser is left as
+/// it was). Throws LimitExceeded past `cap` bytes.
+std::string distinct_completion(EarleyParser& p, std::size_t cap);
+
+/// The history-dependent part of a mask inside distinct groups (see the header comment).
+class DistinctCorrection {
+ public:
+  /// Precomputes, per token, how many bytes it holds that can close an item of some group.
+  DistinctCorrection(const Grammar& g, const Dfa* const* dfas, const Vocabulary& vocab);
+  /// Clear from `row` every allowed token the parser (in checking mode) refuses.
+  /// Read-only: one correction is shared by a matcher's copies, which may run on several threads.
+  void apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const;
+
+ private:
+  std::vector<std::int32_t> one_;  // tokens with at least one closing byte
+  std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
+  bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
+};
+
+}  // namespace corral

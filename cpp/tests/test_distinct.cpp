@@ -1,0 +1,130 @@
+// test_distinct.cpp — distinct groups (`%distinct{min,max}(sep; item)`, distinct.hpp): value
+// hashes compare JSON values (strings unescaped, numbers by exact value); the value sets; the
+// language (no two equal items, count bounds, duplicates inside one token); masks equal the
+// parser's verdict per token in both directions on random walks, including tokens that close two
+// items; shortest completions are valid (never a repeat) and the artifact keeps the construct.
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "artifact.hpp"
+#include "compile.hpp"
+#include "distinct.hpp"
+#include "matcher.hpp"
+#include "matcher_helpers.hpp"
+#include "testing.hpp"
+
+using namespace corral;
+
+namespace {
+
+std::shared_ptr<const Vocabulary> distinct_vocab() {
+  std::vector<std::string> toks;
+  for (const char* t : {"[", "]", ",", "\"", "a", "b", "\\", "u", "0", "6", "1", "a\"", "b\"", "\",\"", "\"a\"",
+                        "\"a\",\"a\"", "a\",\"a\"", "\"]", "[\"", "ab", "\\u0061", "\"\"", "\",", "a\"]"})
+    toks.push_back(t);
+  toks.push_back("<eos>");
+  const auto n = static_cast<std::int32_t>(toks.size());
+  return std::make_shared<const Vocabulary>(toks, std::vector<std::int32_t>{n - 1}, std::vector<std::int32_t>{n - 1}, n);
+}
+
+// Strings over a, b and \u escapes (infinitely many values from every open prefix), 2 to 4.
+const char* kDistinct = R"G(root ::= "[" items "]"
+items ::= %distinct{2,4}(","; str)
+str ::= /"([ab]|\\u00[0-9a-f][0-9a-f])*"/)G";
+
+bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& s) {
+  Matcher m(g);
+  return m.accept_bytes(s) && m.is_accepting();
+}
+
+}  // namespace
+
+TEST(distinct_value_hashes_compare_json_values) {
+  EXPECT(value_hash("\"a\"") == value_hash("\"\\u0061\""));
+  EXPECT(value_hash("\"\\ud83d\\ude00\"") == value_hash("\"\xF0\x9F\x98\x80\""));
+  EXPECT(value_hash("\"\\n\"") == value_hash("\"\\u000A\""));
+  EXPECT(!(value_hash("\"\\n\"") == value_hash("\"\\\\n\"")));
+  EXPECT(!(value_hash("\"a\"") == value_hash("\"b\"")));
+  EXPECT(!(value_hash("\"1\"") == value_hash("1")));
+  EXPECT(value_hash("1") == value_hash("1.0") && value_hash("1") == value_hash("10e-1") && value_hash("1") == value_hash("1E0"));
+  EXPECT(value_hash("0.5") == value_hash("5e-1") && value_hash("100") == value_hash("1e2"));
+  EXPECT(value_hash("0") == value_hash("-0") && value_hash("0") == value_hash("0.000e7"));
+  EXPECT(!(value_hash("1") == value_hash("-1")) && !(value_hash("12") == value_hash("1.2")));
+  EXPECT(value_hash("true") == value_hash("true") && !(value_hash("true") == value_hash("false")));
+  EXPECT(value_hash("\"a\"").known() && !ValueHash{}.known());
+}
+
+TEST(distinct_value_sets) {
+  ValueSets vs;
+  const ValueHash a = value_hash("\"a\""), b = value_hash("\"b\"");
+  const std::uint32_t sa = vs.with(0, a), sab = vs.with(sa, b), su = vs.with(sab, ValueHash{});
+  EXPECT(vs.has(sab, a) && vs.has(sab, b) && !vs.has(sa, b) && !vs.has(0, a));
+  EXPECT_EQ(vs.count(su), 3u);
+  EXPECT(!vs.has(su, ValueHash{}));  // unknown values are counted, never matched
+  EXPECT_EQ(vs.with(sa, b), sab);      // a twin of a recent set is that set
+  EXPECT(vs.signature(sab) == vs.signature(vs.with(vs.with(0, b), value_hash("\"c\""))));
+  vs.truncate(2);
+  EXPECT_EQ(vs.size(), 2u);
+}
+
+TEST(distinct_language) {
+  auto g = compile_grammar(kDistinct, "root", distinct_vocab(), Limits{});
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {"[\"a\",\"b\"]", true},          {"[\"a\",\"a\"]", false},       {"[\"a\",\"\\u0061\"]", false},
+      {"[\"\",\"a\",\"\"]", false},     {"[\"ab\",\"a\",\"ba\"]", true}, {"[\"a\"]", false},
+      {"[\"a\",\"b\",\"ab\",\"ba\"]", true}, {"[\"a\",\"b\",\"ab\",\"ba\",\"\"]", false},
+      {"[\"\\u0062\",\"b\"]", false},   {"[\"\\u0062\",\"a\"]", true},
+  };
+  for (const auto& [text, want] : cases) {
+    if (accepts(g, text) != want) std::fprintf(stderr, "  case %s\n", text.c_str());
+    EXPECT(accepts(g, text) == want);
+  }
+  Matcher m(g);
+  EXPECT(m.accept_bytes("[\"a\","));
+  EXPECT(!Matcher(m).accept_bytes("\"a\""));  // refused where it closes, also inside one step
+  EXPECT(Matcher(m).accept_bytes("\"a"));     // "a..." can still become another value
+  EXPECT(!Matcher(g).accept_bytes("[\"a\",\"a\""));
+  EXPECT_THROWS(compile_grammar("root ::= %distinct{3,2}(\",\"; \"a\")", "root", distinct_vocab(), Limits{}), CompileError);
+}
+
+TEST(distinct_masks_match_parser_and_completions_are_valid) {
+  auto g = compile_grammar(kDistinct, "root", distinct_vocab(), Limits{});
+  auto loaded = load_artifact(to_artifact(*g), distinct_vocab());
+  EXPECT(loaded->grammar().to_string() == g->grammar().to_string());
+  const Vocabulary& v = g->vocab();
+  std::size_t refused_closes = 0;
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    std::mt19937 rng(seed);
+    Matcher m(g), l(loaded);
+    std::string text;
+    for (int step = 0; step < 24 && !m.is_terminated(); ++step) {
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::allowed(l));
+      const std::vector<std::int32_t> accepted = corral_test::accepted_one_by_one(m);
+      EXPECT(al == accepted);  // both directions
+      for (std::uint32_t t = 0; t < v.size(); ++t) {
+        const auto id = static_cast<std::int32_t>(t);
+        const std::string& b = v.bytes(id);
+        const bool closes = b == "a\"" || b == "\"a\"" || b == "a\",\"a\"" || b == "\"a\",\"a\"";
+        refused_closes += closes && !std::binary_search(accepted.begin(), accepted.end(), id);
+      }
+      Matcher done = m;
+      const std::string rest = done.shortest_completion();
+      EXPECT(done.accept_bytes(rest) && done.is_accepting());
+      EXPECT(accepts(g, text + rest));
+      if (al.empty()) break;
+      // Prefer short items, so that duplicates are often one token away.
+      std::vector<std::int32_t> pick;
+      for (std::int32_t t : al)
+        if (v.bytes(t).size() <= 2 && v.bytes(t) != "ab") pick.push_back(t);
+      if (pick.empty()) pick = al;
+      const std::int32_t t = pick[rng() % pick.size()];
+      EXPECT(m.accept_token(t));
+      EXPECT(l.accept_token(t));
+      if (t != v.eos_ids()[0]) text += v.bytes(t);
+    }
+  }
+  EXPECT(refused_closes > 0);  // the walks did reach states where a close repeats an item
+}
