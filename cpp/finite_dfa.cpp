@@ -145,11 +145,14 @@ class FiniteBuilder {
         for (const auto& k : n->kids) r = unite(r, build(k.get(), t));
         break;
       case NodeKind::Repeat: {
-        // X{m,n} T = X^m (T ∪ X (T ∪ X (… T))) with n − m optional copies.
+        // X{m,n} T = X^m (T ∪ X (T ∪ X (… T))) with n − m optional copies; each copy of X is
+        // the template's states with the placeholder replaced, when X has a template.
         const Node* x = n->kids[0].get();
+        const Template tpl = n->max >= 2 ? make_template(x) : Template{};
+        auto in_front = [&](std::int32_t c) { return tpl.start >= 0 ? instantiate(tpl, c) : build(x, c); };
         r = t;
-        for (std::uint32_t i = n->min; i < n->max; ++i) r = unite(t, build(x, r));
-        for (std::uint32_t i = 0; i < n->min && r >= 0; ++i) r = build(x, r);
+        for (std::uint32_t i = n->min; i < n->max; ++i) r = unite(t, in_front(r));
+        for (std::uint32_t i = 0; i < n->min && r >= 0; ++i) r = in_front(r);
         break;
       }
       default:
@@ -186,6 +189,57 @@ class FiniteBuilder {
   }
 
  private:
+  // X's automaton in front of a placeholder state P (accepting, no edges, outside the
+  // register): its states other than P in increasing id, which is children first (a state is
+  // registered after its successors). Valid only when no state but P accepts — X is
+  // prefix-free and never matches ε, so P was never united into another state, only pointed
+  // at — and then X·C is these states with P replaced by C, re-interned (which keeps the
+  // result minimal: interning, not the template, decides which states are equal). start < 0:
+  // no template (build X for each continuation instead).
+  struct Template {
+    std::int32_t start = -1;
+    std::int32_t placeholder = -1;
+    std::vector<std::int32_t> states;
+  };
+
+  Template make_template(const Node* x) {
+    Template tpl;
+    const auto p = static_cast<std::int32_t>(acc_.size());
+    acc_.push_back(1);
+    hash_.push_back(0);
+    first_.push_back(static_cast<std::uint32_t>(edges_.size()));
+    const std::int32_t start = build(x, p);
+    if (start < 0 || start == p) return tpl;
+    std::vector<std::int32_t> stack{start};
+    std::unordered_set<std::int32_t> seen{start};
+    while (!stack.empty()) {
+      const auto s = static_cast<std::size_t>(stack.back());
+      stack.pop_back();
+      if (acc_[s]) return tpl;  // not prefix-free, or matches ε
+      tpl.states.push_back(static_cast<std::int32_t>(s));
+      for (std::uint32_t e = first_[s]; e < first_[s + 1]; ++e)
+        if (edges_[e].to != p && seen.insert(edges_[e].to).second) stack.push_back(edges_[e].to);
+    }
+    std::sort(tpl.states.begin(), tpl.states.end());
+    tpl.start = start;
+    tpl.placeholder = p;
+    return tpl;
+  }
+
+  // X·c from X's template.
+  std::int32_t instantiate(const Template& tpl, std::int32_t c) {
+    remap_.assign(static_cast<std::size_t>(tpl.states.back() - tpl.placeholder) + 1, -1);
+    for (std::int32_t s : tpl.states) {
+      scratch_.clear();
+      for (std::uint32_t e = first_[static_cast<std::size_t>(s)]; e < first_[static_cast<std::size_t>(s) + 1]; ++e) {
+        const Edge x = edges_[e];
+        scratch_.push_back(Edge{x.lo, x.hi, x.to == tpl.placeholder ? c : remap_[static_cast<std::size_t>(x.to - tpl.placeholder)]});
+      }
+      remap_[static_cast<std::size_t>(s - tpl.placeholder)] = intern_in_place(false, scratch_);
+    }
+    return remap_[static_cast<std::size_t>(tpl.start - tpl.placeholder)];
+  }
+
   // The bytes of one character of `cs`, then t.
   std::int32_t chars(const CharSet& cs, std::int32_t t) {
     if (cs.empty()) return -1;
@@ -263,12 +317,15 @@ class FiniteBuilder {
       h *= 0xFF51AFD7ED558CCDull;
       h ^= h >> 29;
     }
-    return h;
+    return h != 0 ? h : 1;  // 0 marks a template's placeholder, which is never registered
   }
 
   // The id of the state (acc, edges); `edges` sorted and disjoint (adjacent ranges with one
   // target are merged here).
-  std::int32_t intern(bool acc, std::vector<Edge> edges) {
+  std::int32_t intern(bool acc, std::vector<Edge> edges) { return intern_in_place(acc, edges); }
+
+  // intern for a caller's buffer (merged in place, copied into the register when new).
+  std::int32_t intern_in_place(bool acc, std::vector<Edge>& edges) {
     std::size_t k = 0;
     for (std::size_t i = 0; i < edges.size(); ++i) {
       if (k > 0 && edges[k - 1].to == edges[i].to && edges[k - 1].hi + 1 == edges[i].lo)
@@ -308,6 +365,7 @@ class FiniteBuilder {
     slots_.assign(slots_.size() * 2, -1);
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t id = 0; id < hash_.size(); ++id) {
+      if (hash_[id] == 0) continue;  // a placeholder
       std::size_t i = static_cast<std::size_t>(hash_[id]) & mask;
       while (slots_[i] >= 0) i = (i + 1) & mask;
       slots_[i] = static_cast<std::int32_t>(id);
@@ -322,6 +380,8 @@ class FiniteBuilder {
   std::vector<std::uint32_t> first_{0};
   std::vector<Edge> edges_;
   std::vector<std::int32_t> slots_;  // open addressing over state ids
+  std::vector<Edge> scratch_;                          // instantiate's edge buffer
+  std::vector<std::int32_t> remap_;  // instantiate: template state - placeholder -> copy
   std::unordered_map<std::pair<const void*, std::int32_t>, std::int32_t, PairHash> built_;
   std::unordered_map<std::uint64_t, std::int32_t> united_;  // (smaller id << 32 | larger) -> union
 };
