@@ -8,6 +8,7 @@
 #include "finite_dfa.hpp"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -141,9 +142,13 @@ class FiniteBuilder {
         r = t;
         for (auto k = n->kids.rbegin(); k != n->kids.rend() && r >= 0; ++k) r = build(k->get(), r);
         break;
-      case NodeKind::Alt:
-        for (const auto& k : n->kids) r = unite(r, build(k.get(), t));
+      case NodeKind::Alt: {
+        std::vector<std::int32_t> kids;
+        kids.reserve(n->kids.size());
+        for (const auto& k : n->kids) kids.push_back(build(k.get(), t));
+        r = unite_all(std::move(kids));
         break;
+      }
       case NodeKind::Repeat: {
         // X{m,n} T = X^m (T ∪ X (T ∪ X (… T))) with n − m optional copies; each copy of X is
         // the template's states with the placeholder replaced, when X has a template.
@@ -273,6 +278,50 @@ class FiniteBuilder {
     return r;
   }
 
+  // The state of the union of all `ids` (-1s ignored; -1 when none is left) in one product:
+  // an alternation of n literals with a common prefix walks that prefix once, not n − 1 times.
+  std::int32_t unite_all(std::vector<std::int32_t> ids) {
+    ids.erase(std::remove(ids.begin(), ids.end(), -1), ids.end());
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    if (ids.empty()) return -1;
+    if (ids.size() == 1) return ids[0];
+    if (ids.size() == 2) return unite(ids[0], ids[1]);
+    std::string key(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(std::int32_t));
+    auto it = united_all_.find(key);
+    if (it != united_all_.end()) return it->second;
+    if (++unite_depth_ > kMaxUniteDepth) throw Bail{};
+    bool acc = false;
+    std::vector<Edge> all;
+    std::vector<int> cuts;  // interval starts: every edge's lo and hi + 1
+    for (std::int32_t id : ids) {
+      const auto sid = static_cast<std::size_t>(id);
+      acc = acc || acc_[sid] != 0;
+      for (std::uint32_t e = first_[sid]; e < first_[sid + 1]; ++e) {
+        all.push_back(edges_[e]);
+        cuts.push_back(edges_[e].lo);
+        cuts.push_back(edges_[e].hi + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<Edge> out;
+    std::vector<std::int32_t> targets;
+    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const int lo = cuts[c], hi = cuts[c + 1] - 1;
+      targets.clear();
+      for (const Edge& e : all)
+        if (e.lo <= lo && hi <= e.hi) targets.push_back(e.to);
+      if (targets.empty()) continue;
+      const std::int32_t to = unite_all(targets);
+      out.push_back(Edge{static_cast<std::uint8_t>(lo), static_cast<std::uint8_t>(hi), to});
+    }
+    const std::int32_t r = intern(acc, std::move(out));
+    --unite_depth_;
+    united_all_.emplace(std::move(key), r);
+    return r;
+  }
+
   // The union of two canonical edge lists: where both have an edge on a byte, the target is
   // the union of theirs.
   std::vector<Edge> merge_edges(std::vector<Edge> a, std::vector<Edge> b) {
@@ -384,6 +433,7 @@ class FiniteBuilder {
   std::vector<std::int32_t> remap_;  // instantiate: template state - placeholder -> copy
   std::unordered_map<std::pair<const void*, std::int32_t>, std::int32_t, PairHash> built_;
   std::unordered_map<std::uint64_t, std::int32_t> united_;  // (smaller id << 32 | larger) -> union
+  std::unordered_map<std::string, std::int32_t> united_all_;  // sorted ids (bytes) -> union
 };
 
 }  // namespace

@@ -113,6 +113,7 @@ TEST(finite_dfa_regexes_equal_the_pipeline) {
       "[\\u0800-\\uffff]{1,2}",    "[\\U00010000-\\U0010ffff]", "[\\u07ff-\\u0801\\ud7ff\\ue000]{2}",
       "(?:0|[1-9][0-9]{0,3})(?:\\.[0-9]{1,2})?", "(?:foo|bar|baz|qux|quux|foobar){1,3}", "[ab]{0,6}a[ab]{3}",
       "\\d{4}-\\d{2}-\\d{2}",      "(?:(?:a|b){0,2}c){0,3}",
+      "value_0|value_1|value_2|value_10|value_11|value_12|value_20|val|v|alue_1", "(?:ab|ac|ad|b){0,3}(?:a|ab|abc)",
   };
   Limits lim;
   for (const char* p : patterns) {
