@@ -143,10 +143,10 @@ class FiniteBuilder {
         for (auto k = n->kids.rbegin(); k != n->kids.rend() && r >= 0; ++k) r = build(k->get(), r);
         break;
       case NodeKind::Alt: {
-        std::vector<std::int32_t> kids;
-        kids.reserve(n->kids.size());
-        for (const auto& k : n->kids) kids.push_back(build(k.get(), t));
-        r = unite_all(std::move(kids));
+        std::vector<Seq> seqs;
+        seqs.reserve(n->kids.size());
+        for (const auto& k : n->kids) seqs.push_back(Seq{k.get(), 0});
+        r = build_alt(std::move(seqs), t);
         break;
       }
       case NodeKind::Repeat: {
@@ -194,6 +194,49 @@ class FiniteBuilder {
   }
 
  private:
+  // A suffix of a sequence: kids[off..] of a Concat, or a single other node (off 0: the node,
+  // off 1: nothing left).
+  struct Seq {
+    const Node* n;
+    std::size_t off;
+    std::size_t size() const { return n->kind == NodeKind::Concat ? n->kids.size() : 1; }
+    const Node* at(std::size_t i) const { return n->kind == NodeKind::Concat ? n->kids[i].get() : n; }
+  };
+
+  // The union of the sequences in front of t, left-factored: sequences that start with the
+  // same node (shared subtrees: the JSON spellings of one character are one node) are built
+  // as that node in front of the union of their rests (a·X ∪ a·Y = a·(X ∪ Y)), so an enum of
+  // strings with a common prefix builds the prefix once and unites only where they differ.
+  std::int32_t build_alt(std::vector<Seq> seqs, std::int32_t t) {
+    if (++build_depth_ > kMaxBuildDepth) throw Bail{};
+    std::vector<std::int32_t> parts;
+    std::unordered_map<const Node*, std::size_t> group_of;
+    std::vector<std::pair<const Node*, std::vector<Seq>>> groups;
+    for (const Seq& q : seqs) {
+      if (q.off == q.size()) {
+        parts.push_back(t);
+        continue;
+      }
+      const Node* f = q.at(q.off);
+      auto [it, fresh] = group_of.emplace(f, groups.size());
+      if (fresh) groups.push_back({f, {}});
+      groups[it->second].second.push_back(Seq{q.n, q.off + 1});
+    }
+    for (auto& [f, rests] : groups) {
+      std::int32_t inner;
+      if (rests.size() == 1) {
+        const Seq& q = rests[0];
+        inner = t;
+        for (std::size_t i = q.size(); i > q.off && inner >= 0; --i) inner = build(q.at(i - 1), inner);
+      } else {
+        inner = build_alt(std::move(rests), t);
+      }
+      parts.push_back(inner >= 0 ? build(f, inner) : -1);
+    }
+    --build_depth_;
+    return unite_all(std::move(parts));
+  }
+
   // X's automaton in front of a placeholder state P (accepting, no edges, outside the
   // register): its states other than P in increasing id, which is children first (a state is
   // registered after its successors). Valid only when no state but P accepts — X is
