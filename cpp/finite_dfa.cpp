@@ -25,6 +25,8 @@ struct Bail {};
 // states, in bytes): past them the pipeline, whose loops are iterative, takes the tree.
 constexpr std::uint32_t kMaxBuildDepth = 512;
 constexpr std::uint32_t kMaxUniteDepth = 1024;
+// Most UTF-8 sequences one character class may expand to on this path (see chars).
+constexpr std::size_t kMaxSequences = 16;
 
 // One UTF-8 byte-range sequence: code points whose encodings are the byte strings with byte j
 // in [lo[j], hi[j]] (a "rectangle"; RFC 3629 ranges split at their lead and continuation bytes).
@@ -293,6 +295,10 @@ class FiniteBuilder {
     if (cs.empty()) return -1;
     std::vector<Utf8Seq> seqs;
     for (const auto& r : cs.ranges()) utf8_sequences(r.lo, r.hi, seqs);
+    // Merging the sequences' first bytes below is quadratic in their number: a class of many
+    // ranges (Unicode `\d`, `\w`) repeated 200 times cost more than the pipeline in Debug
+    // builds. Those trees keep the pipeline; any character (11 sequences) stays here.
+    if (seqs.size() > kMaxSequences) throw Bail{};
     std::vector<Edge> top;
     for (const Utf8Seq& q : seqs) {
       std::int32_t s = t;

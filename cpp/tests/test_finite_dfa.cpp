@@ -80,6 +80,12 @@ const std::uint32_t kAwkward[] = {'"',    '\\',   '/',    0x00,    0x08,    0x09
                                   0xD7FF, 0xE000, 0xFFFD, 0xFFFF,  0x10000, 0x1F600, 0x10FFFF, 'a',
                                   'Z',    'f',    'u',    '0',     ' ',     '$',     '-',      '_'};
 
+bool full_digits(const Dfa& d) {
+  std::int32_t st = d.start();
+  for (char c : std::string("123")) st = st == Dfa::kDead ? st : d.next(st, static_cast<std::uint8_t>(c));
+  return st != Dfa::kDead && d.accepting(st);
+}
+
 }  // namespace
 
 TEST(finite_dfa_keys_equal_the_pipeline) {
@@ -112,7 +118,7 @@ TEST(finite_dfa_regexes_equal_the_pipeline) {
       "x{0}",       "(?:a?){3,6}", "[^a]{1,3}",      "(?s:.){0,20}",       "(?s:.){3}",        "[\\x00-\\x7f]{0,4}",
       "[\\u0800-\\uffff]{1,2}",    "[\\U00010000-\\U0010ffff]", "[\\u07ff-\\u0801\\ud7ff\\ue000]{2}",
       "(?:0|[1-9][0-9]{0,3})(?:\\.[0-9]{1,2})?", "(?:foo|bar|baz|qux|quux|foobar){1,3}", "[ab]{0,6}a[ab]{3}",
-      "\\d{4}-\\d{2}-\\d{2}",      "(?:(?:a|b){0,2}c){0,3}",
+      "[0-9]{4}-[0-9]{2}-[0-9]{2}",      "(?:(?:a|b){0,2}c){0,3}",
       "value_0|value_1|value_2|value_10|value_11|value_12|value_20|val|v|alue_1", "(?:ab|ac|ad|b){0,3}(?:a|ab|abc)",
   };
   Limits lim;
@@ -151,6 +157,10 @@ TEST(finite_dfa_leaves_other_trees_to_the_pipeline) {
   EXPECT(!build_finite_automaton(parse_regex("ab{2,}", lim), lim, budget));
   EXPECT(!build_finite_automaton(make_intersect({parse_regex("[ab]{3}", lim), parse_regex("a.b", lim)}), lim, budget));
   EXPECT(!build_finite_automaton(make_concat({lit("a"), make_rule_ref(0)}), lim, budget));
+  // A class of many UTF-8 sequences (Unicode digits) is left to the pipeline, which builds it.
+  const NodePtr digits = parse_regex("\\d{1,3}", lim);
+  EXPECT(!build_finite_automaton(digits, lim, budget));
+  EXPECT(full_digits(Dfa::compile(digits, lim, budget)));
   // The empty language: no states, as the pipeline gives.
   const NodePtr none = make_concat({lit("a"), make_chars(CharSet())});
   const std::optional<FiniteAutomaton> fa = build_finite_automaton(none, lim, budget);
