@@ -15,13 +15,16 @@
 // Algorithm: UTF-8 range splitting by leading byte as in RFC 3629.
 // A finite set of byte strings (a slot's values) skips the pipeline: Dfa::from_strings builds
 // the minimal acyclic DFA directly from the sorted strings (a trie whose equal suffixes are
-// merged as they are finished) and shares only the final assembly.
+// merged as they are finished) and shares only the final assembly. So does a finite tree (a
+// declared key's JSON spellings, a counted string): finite_dfa.cpp builds its minimal DFA
+// directly; both routes give the same minimal automaton up to state numbering.
 #include "dfa.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
 #include "errors.hpp"
+#include "finite_dfa.hpp"
 #include "nfa.hpp"
 #include "sym_dfa.hpp"
 
@@ -269,8 +272,11 @@ class StateRegister {
 
 class DfaBuilder {
  public:
-  static Dfa build(const NodePtr& regex, const Limits& limits, const Budget& budget) {
+  static Dfa build(const NodePtr& regex, const Limits& limits, const Budget& budget, bool direct) {
     CORRAL_CHECK(regex != nullptr, "null regex");
+    if (direct)
+      if (std::optional<FiniteAutomaton> fa = build_finite_automaton(regex, limits, budget))
+        return from_finite(*fa, limits);
     const Nfa nfa = build_nfa(regex, limits, budget);
     Dfa dfa;
     dfa.class_rep_ = {0};
@@ -367,6 +373,22 @@ class DfaBuilder {
   }
 
  private:
+  // The Dfa of finite_dfa.cpp's automaton (minimal, live, start 0).
+  static Dfa from_finite(const FiniteAutomaton& fa, const Limits& limits) {
+    Dfa dfa;
+    dfa.class_rep_ = {0};
+    const std::size_t n = fa.size();
+    if (n == 0) return dfa;  // empty language
+    if (n > limits.max_dfa_states) throw_dfa_state_limit(n, limits);
+    EdgeTable table;
+    table.all.reserve(fa.edges.size());
+    for (const FiniteAutomaton::Edge& e : fa.edges) table.all.push_back(Edge{e.lo, e.hi, e.to});
+    table.first.assign(fa.first.begin(), fa.first.end());
+    assemble(dfa, table, fa.acc, 0);
+    shortest_paths(dfa, table);
+    return dfa;
+  }
+
   // Byte classes and the dense transition table from a byte-level automaton whose states are
   // all live.
   static void assemble(Dfa& dfa, const EdgeTable& edges, std::vector<std::uint8_t> acc, std::int32_t start) {
@@ -474,7 +496,11 @@ class DfaBuilder {
 };
 
 Dfa Dfa::compile(const NodePtr& regex, const Limits& limits, const Budget& budget) {
-  return DfaBuilder::build(regex, limits, budget);
+  return DfaBuilder::build(regex, limits, budget, /*direct=*/true);
+}
+
+Dfa Dfa::compile_by_subsets(const NodePtr& regex, const Limits& limits, const Budget& budget) {
+  return DfaBuilder::build(regex, limits, budget, /*direct=*/false);
 }
 
 Dfa Dfa::from_strings(const std::vector<std::string_view>& sorted, const Limits& limits) {

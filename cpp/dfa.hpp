@@ -50,6 +50,10 @@ class Dfa {
   /// Build from a regular tree. Throws LimitExceeded (max_nfa_states / max_dfa_states /
   /// max_compile_ms) or InternalError if the tree contains a RuleRef.
   static Dfa compile(const NodePtr& regex, const Limits& limits, const Budget& budget);
+  /// The same language through the general pipeline only (NFA → subsets → Hopcroft), without
+  /// the direct construction of finite trees (finite_dfa.hpp): the reference the tests compare
+  /// that construction with. Equal to compile's result up to state numbering.
+  static Dfa compile_by_subsets(const NodePtr& regex, const Limits& limits, const Budget& budget);
   /// The minimal DFA accepting exactly the given byte strings, which must be sorted and
   /// unique. Linear in their total length (no regex, no NFA): what binding a slot builds.
   /// Throws LimitExceeded(max_dfa_states).

@@ -101,11 +101,29 @@ def _satisfies(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
     """Does `value` satisfy `schema`? The common siblings of an enum (a type, keywords no
     validator reads) are answered here as draft 2020-12 does, without building a validator per
     value (nor importing jsonschema, ~0.3 s in a fresh process); the rest by _quick_check."""
-    if isinstance(schema, dict) and _VALIDATING.isdisjoint(k for k in schema if k != "type"):
+    if isinstance(schema, dict) and _VALIDATING.isdisjoint(k for k in schema if k not in _DIRECT):
         known = _type_check(schema["type"], value) if "type" in schema else True
-        if known is not None:
-            return known
+        internal = _internal_check(schema, value)
+        if known is not None and internal is not None:
+            return known and internal
     return _quick_check(schema, value, pointer)
+
+
+# Keywords _satisfies answers itself: `type` and the converter's internal ones (oneOf
+# exclusivity puts _NOT_MATCHING beside every enum of a branch).
+_DIRECT = frozenset({"type", _NOT_MATCHING, _FRACTION})
+
+
+def _internal_check(schema: dict[str, Any], value: Any) -> bool | None:
+    """`value` against the internal keywords as _validator's handlers judge them (each runs
+    whenever its keyword is present); None when _NOT_MATCHING is not a list of strings."""
+    patterns = schema.get(_NOT_MATCHING, [])
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        return None
+    if isinstance(value, str) and any(_search(p, value) for p in patterns):
+        return False
+    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return not (_FRACTION in schema and integral)
 
 
 def _quick_check(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:

@@ -1,0 +1,503 @@
+// finite_dfa.cpp — direct construction of finite trees' minimal byte DFAs (see finite_dfa.hpp).
+//
+// Invariant of the builder: every state in `acc_`/`edges_` is live (accepting, or with an edge
+// to a live state) and its edges are canonical (sorted, disjoint, adjacent ranges to one target
+// merged), so the register's (accepting, edges) key identifies its language among the states
+// built so far. States left unreachable by a union stay in the register and are dropped when
+// the result is extracted.
+#include "finite_dfa.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace corral {
+namespace {
+
+using Edge = FiniteAutomaton::Edge;
+
+// The tree is outside this path (or too big, or too deep for its recursion): use the pipeline.
+struct Bail {};
+
+// Recursion limits of build (tree depth) and unite (the longest common prefix of two united
+// states, in bytes): past them the pipeline, whose loops are iterative, takes the tree.
+constexpr std::uint32_t kMaxBuildDepth = 512;
+constexpr std::uint32_t kMaxUniteDepth = 1024;
+// Most UTF-8 sequences one character class may expand to on this path (see chars).
+constexpr std::size_t kMaxSequences = 16;
+
+// One UTF-8 byte-range sequence: code points whose encodings are the byte strings with byte j
+// in [lo[j], hi[j]] (a "rectangle"; RFC 3629 ranges split at their lead and continuation bytes).
+struct Utf8Seq {
+  std::uint8_t len = 0;
+  std::uint8_t lo[4]{}, hi[4]{};
+};
+
+int encode(std::uint32_t cp, std::uint8_t out[4]) {
+  if (cp < 0x80) return out[0] = static_cast<std::uint8_t>(cp), 1;
+  if (cp < 0x800) {
+    out[0] = static_cast<std::uint8_t>(0xC0 | (cp >> 6));
+    out[1] = static_cast<std::uint8_t>(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = static_cast<std::uint8_t>(0xE0 | (cp >> 12));
+    out[1] = static_cast<std::uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = static_cast<std::uint8_t>(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<std::uint8_t>(0xF0 | (cp >> 18));
+  out[1] = static_cast<std::uint8_t>(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = static_cast<std::uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = static_cast<std::uint8_t>(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+// Split [lo, hi] (no surrogates) into rectangles: first at the encoding-length boundaries, then
+// wherever the low 6i bits of lo are not all 0 or those of hi not all 1 while the bits above
+// differ — after which byte j of the encodings ranges independently of the others.
+void utf8_sequences(std::uint32_t lo, std::uint32_t hi, std::vector<Utf8Seq>& out) {
+  static constexpr std::uint32_t kBounds[] = {0x7F, 0x7FF, 0xFFFF};
+  for (std::uint32_t b : kBounds)
+    if (lo <= b && b < hi) {
+      utf8_sequences(lo, b, out);
+      utf8_sequences(b + 1, hi, out);
+      return;
+    }
+  std::uint8_t blo[4], bhi[4];
+  const int n = encode(lo, blo);
+  for (int i = 1; i < n; ++i) {
+    const std::uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) == (hi & ~m)) continue;
+    if ((lo & m) != 0) {
+      utf8_sequences(lo, lo | m, out);
+      utf8_sequences((lo | m) + 1, hi, out);
+      return;
+    }
+    if ((hi & m) != m) {
+      utf8_sequences(lo, (hi & ~m) - 1, out);
+      utf8_sequences(hi & ~m, hi, out);
+      return;
+    }
+  }
+  encode(hi, bhi);
+  Utf8Seq s;
+  s.len = static_cast<std::uint8_t>(n);
+  for (int j = 0; j < n; ++j) s.lo[j] = blo[j], s.hi[j] = bhi[j];
+  out.push_back(s);
+}
+
+struct PairHash {
+  std::size_t operator()(const std::pair<const void*, std::int32_t>& p) const {
+    const auto x = reinterpret_cast<std::uintptr_t>(p.first) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(x ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p.second)) << 1));
+  }
+};
+
+class FiniteBuilder {
+ public:
+  FiniteBuilder(std::size_t cap, const Budget& budget) : cap_(cap), budget_(budget) { slots_.assign(1024, -1); }
+
+  // Is the tree finite and free of algebra and rule references? (Its DAG, each node once.)
+  static bool eligible(const NodePtr& root) {
+    std::vector<const Node*> stack{root.get()};
+    std::unordered_set<const Node*> seen;
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!seen.insert(n).second) continue;
+      switch (n->kind) {
+        case NodeKind::Empty:
+        case NodeKind::Chars:
+          break;
+        case NodeKind::Repeat:
+          if (n->max == Node::kUnbounded) return false;
+          [[fallthrough]];
+        case NodeKind::Concat:
+        case NodeKind::Alt:
+          for (const auto& k : n->kids) stack.push_back(k.get());
+          break;
+        default:
+          return false;
+      }
+    }
+    return true;
+  }
+
+  std::int32_t accept_state() { return intern(true, {}); }
+
+  // The state of L(n) · L(t), or -1 when L(n) is empty.
+  std::int32_t build(const Node* n, std::int32_t t) {
+    if (n->kind == NodeKind::Empty) return t;
+    const auto key = std::make_pair(static_cast<const void*>(n), t);
+    auto it = built_.find(key);
+    if (it != built_.end()) return it->second;
+    if (++build_depth_ > kMaxBuildDepth) throw Bail{};
+    std::int32_t r = -1;
+    switch (n->kind) {
+      case NodeKind::Chars:
+        r = chars(n->chars, t);
+        break;
+      case NodeKind::Concat:
+        r = t;
+        for (auto k = n->kids.rbegin(); k != n->kids.rend() && r >= 0; ++k) r = build(k->get(), r);
+        break;
+      case NodeKind::Alt: {
+        std::vector<Seq> seqs;
+        seqs.reserve(n->kids.size());
+        for (const auto& k : n->kids) seqs.push_back(Seq{k.get(), 0});
+        r = build_alt(std::move(seqs), t);
+        break;
+      }
+      case NodeKind::Repeat: {
+        // X{m,n} T = X^m (T ∪ X (T ∪ X (… T))) with n − m optional copies; each copy of X is
+        // the template's states with the placeholder replaced, when X has a template.
+        const Node* x = n->kids[0].get();
+        const Template tpl = n->max >= 2 ? make_template(x) : Template{};
+        auto in_front = [&](std::int32_t c) { return tpl.start >= 0 ? instantiate(tpl, c) : build(x, c); };
+        r = t;
+        for (std::uint32_t i = n->min; i < n->max; ++i) r = unite(t, in_front(r));
+        for (std::uint32_t i = 0; i < n->min && r >= 0; ++i) r = in_front(r);
+        break;
+      }
+      default:
+        throw Bail{};
+    }
+    --build_depth_;
+    built_.emplace(key, r);
+    return r;
+  }
+
+  // The reachable states from `start`, renumbered breadth-first in byte order.
+  FiniteAutomaton extract(std::int32_t start) const {
+    FiniteAutomaton out;
+    if (start < 0) return out;  // the empty language: no states
+    std::vector<std::int32_t> id(acc_.size(), -1);
+    std::vector<std::int32_t> order{start};
+    id[static_cast<std::size_t>(start)] = 0;
+    for (std::size_t q = 0; q < order.size(); ++q) {
+      const auto s = static_cast<std::size_t>(order[q]);
+      for (std::uint32_t e = first_[s]; e < first_[s + 1]; ++e) {
+        const auto t = static_cast<std::size_t>(edges_[e].to);
+        if (id[t] < 0) id[t] = static_cast<std::int32_t>(order.size()), order.push_back(edges_[e].to);
+      }
+    }
+    out.acc.reserve(order.size());
+    for (std::int32_t old : order) {
+      const auto s = static_cast<std::size_t>(old);
+      out.acc.push_back(acc_[s]);
+      for (std::uint32_t e = first_[s]; e < first_[s + 1]; ++e)
+        out.edges.push_back(Edge{edges_[e].lo, edges_[e].hi, id[static_cast<std::size_t>(edges_[e].to)]});
+      out.first.push_back(static_cast<std::uint32_t>(out.edges.size()));
+    }
+    return out;
+  }
+
+ private:
+  // A suffix of a sequence: kids[off..] of a Concat, or a single other node (off 0: the node,
+  // off 1: nothing left).
+  struct Seq {
+    const Node* n;
+    std::size_t off;
+    std::size_t size() const { return n->kind == NodeKind::Concat ? n->kids.size() : 1; }
+    const Node* at(std::size_t i) const { return n->kind == NodeKind::Concat ? n->kids[i].get() : n; }
+  };
+
+  // The union of the sequences in front of t, left-factored: sequences that start with the
+  // same node (shared subtrees: the JSON spellings of one character are one node) are built
+  // as that node in front of the union of their rests (a·X ∪ a·Y = a·(X ∪ Y)), so an enum of
+  // strings with a common prefix builds the prefix once and unites only where they differ.
+  std::int32_t build_alt(std::vector<Seq> seqs, std::int32_t t) {
+    if (++build_depth_ > kMaxBuildDepth) throw Bail{};
+    std::vector<std::int32_t> parts;
+    std::unordered_map<const Node*, std::size_t> group_of;
+    std::vector<std::pair<const Node*, std::vector<Seq>>> groups;
+    for (const Seq& q : seqs) {
+      if (q.off == q.size()) {
+        parts.push_back(t);
+        continue;
+      }
+      const Node* f = q.at(q.off);
+      auto [it, fresh] = group_of.emplace(f, groups.size());
+      if (fresh) groups.push_back({f, {}});
+      groups[it->second].second.push_back(Seq{q.n, q.off + 1});
+    }
+    for (auto& [f, rests] : groups) {
+      std::int32_t inner;
+      if (rests.size() == 1) {
+        const Seq& q = rests[0];
+        inner = t;
+        for (std::size_t i = q.size(); i > q.off && inner >= 0; --i) inner = build(q.at(i - 1), inner);
+      } else {
+        inner = build_alt(std::move(rests), t);
+      }
+      parts.push_back(inner >= 0 ? build(f, inner) : -1);
+    }
+    --build_depth_;
+    return unite_all(std::move(parts));
+  }
+
+  // X's automaton in front of a placeholder state P (accepting, no edges, outside the
+  // register): its states other than P in increasing id, which is children first (a state is
+  // registered after its successors). Valid only when no state but P accepts — X is
+  // prefix-free and never matches ε, so P was never united into another state, only pointed
+  // at — and then X·C is these states with P replaced by C, re-interned (which keeps the
+  // result minimal: interning, not the template, decides which states are equal). start < 0:
+  // no template (build X for each continuation instead).
+  struct Template {
+    std::int32_t start = -1;
+    std::int32_t placeholder = -1;
+    std::vector<std::int32_t> states;
+  };
+
+  Template make_template(const Node* x) {
+    Template tpl;
+    const auto p = static_cast<std::int32_t>(acc_.size());
+    acc_.push_back(1);
+    hash_.push_back(0);
+    first_.push_back(static_cast<std::uint32_t>(edges_.size()));
+    const std::int32_t start = build(x, p);
+    if (start < 0 || start == p) return tpl;
+    std::vector<std::int32_t> stack{start};
+    std::unordered_set<std::int32_t> seen{start};
+    while (!stack.empty()) {
+      const auto s = static_cast<std::size_t>(stack.back());
+      stack.pop_back();
+      if (acc_[s]) return tpl;  // not prefix-free, or matches ε
+      tpl.states.push_back(static_cast<std::int32_t>(s));
+      for (std::uint32_t e = first_[s]; e < first_[s + 1]; ++e)
+        if (edges_[e].to != p && seen.insert(edges_[e].to).second) stack.push_back(edges_[e].to);
+    }
+    std::sort(tpl.states.begin(), tpl.states.end());
+    tpl.start = start;
+    tpl.placeholder = p;
+    return tpl;
+  }
+
+  // X·c from X's template.
+  std::int32_t instantiate(const Template& tpl, std::int32_t c) {
+    remap_.assign(static_cast<std::size_t>(tpl.states.back() - tpl.placeholder) + 1, -1);
+    for (std::int32_t s : tpl.states) {
+      scratch_.clear();
+      for (std::uint32_t e = first_[static_cast<std::size_t>(s)]; e < first_[static_cast<std::size_t>(s) + 1]; ++e) {
+        const Edge x = edges_[e];
+        scratch_.push_back(Edge{x.lo, x.hi, x.to == tpl.placeholder ? c : remap_[static_cast<std::size_t>(x.to - tpl.placeholder)]});
+      }
+      remap_[static_cast<std::size_t>(s - tpl.placeholder)] = intern_in_place(false, scratch_);
+    }
+    return remap_[static_cast<std::size_t>(tpl.start - tpl.placeholder)];
+  }
+
+  // The bytes of one character of `cs`, then t.
+  std::int32_t chars(const CharSet& cs, std::int32_t t) {
+    if (cs.empty()) return -1;
+    std::vector<Utf8Seq> seqs;
+    for (const auto& r : cs.ranges()) utf8_sequences(r.lo, r.hi, seqs);
+    // Merging the sequences' first bytes below is quadratic in their number: a class of many
+    // ranges (Unicode `\d`, `\w`) repeated 200 times cost more than the pipeline in Debug
+    // builds. Those trees keep the pipeline; any character (11 sequences) stays here.
+    if (seqs.size() > kMaxSequences) throw Bail{};
+    std::vector<Edge> top;
+    for (const Utf8Seq& q : seqs) {
+      std::int32_t s = t;
+      for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
+      top = merge_edges(std::move(top), {Edge{q.lo[0], q.hi[0], s}});
+    }
+    return intern(false, std::move(top));
+  }
+
+  // The state of L(a) ∪ L(b) (-1: empty).
+  std::int32_t unite(std::int32_t a, std::int32_t b) {
+    if (a < 0 || a == b) return b;
+    if (b < 0) return a;
+    if (a > b) std::swap(a, b);
+    const std::uint64_t key = static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b);
+    auto it = united_.find(key);
+    if (it != united_.end()) return it->second;
+    if (++unite_depth_ > kMaxUniteDepth) throw Bail{};
+    const auto sa = static_cast<std::size_t>(a), sb = static_cast<std::size_t>(b);
+    std::vector<Edge> ea(edges_.begin() + first_[sa], edges_.begin() + first_[sa + 1]);
+    std::vector<Edge> eb(edges_.begin() + first_[sb], edges_.begin() + first_[sb + 1]);
+    const bool acc = acc_[sa] || acc_[sb];
+    const std::int32_t r = intern(acc, merge_edges(std::move(ea), std::move(eb)));
+    --unite_depth_;
+    united_.emplace(key, r);
+    return r;
+  }
+
+  // The state of the union of all `ids` (-1s ignored; -1 when none is left) in one product:
+  // an alternation of n literals with a common prefix walks that prefix once, not n − 1 times.
+  std::int32_t unite_all(std::vector<std::int32_t> ids) {
+    ids.erase(std::remove(ids.begin(), ids.end(), -1), ids.end());
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    if (ids.empty()) return -1;
+    if (ids.size() == 1) return ids[0];
+    if (ids.size() == 2) return unite(ids[0], ids[1]);
+    std::string key(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(std::int32_t));
+    auto it = united_all_.find(key);
+    if (it != united_all_.end()) return it->second;
+    if (++unite_depth_ > kMaxUniteDepth) throw Bail{};
+    bool acc = false;
+    std::vector<Edge> all;
+    std::vector<int> cuts;  // interval starts: every edge's lo and hi + 1
+    for (std::int32_t id : ids) {
+      const auto sid = static_cast<std::size_t>(id);
+      acc = acc || acc_[sid] != 0;
+      for (std::uint32_t e = first_[sid]; e < first_[sid + 1]; ++e) {
+        all.push_back(edges_[e]);
+        cuts.push_back(edges_[e].lo);
+        cuts.push_back(edges_[e].hi + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<Edge> out;
+    std::vector<std::int32_t> targets;
+    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const int lo = cuts[c], hi = cuts[c + 1] - 1;
+      targets.clear();
+      for (const Edge& e : all)
+        if (e.lo <= lo && hi <= e.hi) targets.push_back(e.to);
+      if (targets.empty()) continue;
+      const std::int32_t to = unite_all(targets);
+      out.push_back(Edge{static_cast<std::uint8_t>(lo), static_cast<std::uint8_t>(hi), to});
+    }
+    const std::int32_t r = intern(acc, std::move(out));
+    --unite_depth_;
+    united_all_.emplace(std::move(key), r);
+    return r;
+  }
+
+  // The union of two canonical edge lists: where both have an edge on a byte, the target is
+  // the union of theirs.
+  std::vector<Edge> merge_edges(std::vector<Edge> a, std::vector<Edge> b) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    std::vector<Edge> out;
+    std::size_t i = 0, j = 0;
+    int p = 0;  // the next byte not yet placed
+    while (p <= 255) {
+      while (i < a.size() && a[i].hi < p) ++i;
+      while (j < b.size() && b[j].hi < p) ++j;
+      if (i == a.size() && j == b.size()) break;
+      const int alo = i < a.size() ? std::max<int>(a[i].lo, p) : 256;
+      const int blo = j < b.size() ? std::max<int>(b[j].lo, p) : 256;
+      const int lo = std::min(alo, blo);
+      int hi;
+      std::int32_t to;
+      if (alo == lo && blo == lo) {
+        hi = std::min(a[i].hi, b[j].hi);
+        to = unite(a[i].to, b[j].to);
+      } else if (alo == lo) {
+        hi = std::min<int>(a[i].hi, blo - 1);
+        to = a[i].to;
+      } else {
+        hi = std::min<int>(b[j].hi, alo - 1);
+        to = b[j].to;
+      }
+      if (!out.empty() && out.back().to == to && out.back().hi + 1 == lo)
+        out.back().hi = static_cast<std::uint8_t>(hi);
+      else
+        out.push_back(Edge{static_cast<std::uint8_t>(lo), static_cast<std::uint8_t>(hi), to});
+      p = hi + 1;
+    }
+    return out;
+  }
+
+  static std::uint64_t hash_of(bool acc, const Edge* b, const Edge* e) {
+    std::uint64_t h = acc ? 0x9E3779B97F4A7C15ull : 0x632BE59BD9B4E019ull;
+    for (const Edge* x = b; x != e; ++x) {
+      h ^= static_cast<std::uint64_t>(x->lo) | static_cast<std::uint64_t>(x->hi) << 8 |
+           static_cast<std::uint64_t>(static_cast<std::uint32_t>(x->to)) << 16;
+      h *= 0xFF51AFD7ED558CCDull;
+      h ^= h >> 29;
+    }
+    return h != 0 ? h : 1;  // 0 marks a template's placeholder, which is never registered
+  }
+
+  // The id of the state (acc, edges); `edges` sorted and disjoint (adjacent ranges with one
+  // target are merged here).
+  std::int32_t intern(bool acc, std::vector<Edge> edges) { return intern_in_place(acc, edges); }
+
+  // intern for a caller's buffer (merged in place, copied into the register when new).
+  std::int32_t intern_in_place(bool acc, std::vector<Edge>& edges) {
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      if (k > 0 && edges[k - 1].to == edges[i].to && edges[k - 1].hi + 1 == edges[i].lo)
+        edges[k - 1].hi = edges[i].hi;
+      else
+        edges[k++] = edges[i];
+    }
+    edges.resize(k);
+    const Edge* b = edges.data();
+    const Edge* e = b + edges.size();
+    const std::uint64_t h = hash_of(acc, b, e);
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = static_cast<std::size_t>(h) & mask;
+    for (; slots_[i] >= 0; i = (i + 1) & mask) {
+      const auto id = static_cast<std::size_t>(slots_[i]);
+      if (hash_[id] != h || (acc_[id] != 0) != acc || first_[id + 1] - first_[id] != edges.size()) continue;
+      bool same = true;
+      for (std::size_t x = 0; x < edges.size() && same; ++x) {
+        const Edge& o = edges_[first_[id] + x];
+        same = o.lo == edges[x].lo && o.hi == edges[x].hi && o.to == edges[x].to;
+      }
+      if (same) return slots_[i];
+    }
+    if (acc_.size() >= cap_) throw Bail{};
+    if ((acc_.size() & 255) == 255) budget_.check("building a finite automaton");
+    const auto id = static_cast<std::int32_t>(acc_.size());
+    acc_.push_back(acc ? 1 : 0);
+    hash_.push_back(h);
+    edges_.insert(edges_.end(), edges.begin(), edges.end());
+    first_.push_back(static_cast<std::uint32_t>(edges_.size()));
+    slots_[i] = id;
+    if (2 * acc_.size() > slots_.size()) grow();
+    return id;
+  }
+
+  void grow() {
+    slots_.assign(slots_.size() * 2, -1);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t id = 0; id < hash_.size(); ++id) {
+      if (hash_[id] == 0) continue;  // a placeholder
+      std::size_t i = static_cast<std::size_t>(hash_[id]) & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<std::int32_t>(id);
+    }
+  }
+
+  const std::size_t cap_;
+  const Budget& budget_;
+  std::uint32_t build_depth_ = 0, unite_depth_ = 0;
+  std::vector<std::uint8_t> acc_;
+  std::vector<std::uint64_t> hash_;
+  std::vector<std::uint32_t> first_{0};
+  std::vector<Edge> edges_;
+  std::vector<std::int32_t> slots_;  // open addressing over state ids
+  std::vector<Edge> scratch_;                          // instantiate's edge buffer
+  std::vector<std::int32_t> remap_;  // instantiate: template state - placeholder -> copy
+  std::unordered_map<std::pair<const void*, std::int32_t>, std::int32_t, PairHash> built_;
+  std::unordered_map<std::uint64_t, std::int32_t> united_;  // (smaller id << 32 | larger) -> union
+  std::unordered_map<std::string, std::int32_t> united_all_;  // sorted ids (bytes) -> union
+};
+
+}  // namespace
+
+std::optional<FiniteAutomaton> build_finite_automaton(const NodePtr& regex, const Limits& limits,
+                                                      const Budget& budget) {
+  if (!regex || !FiniteBuilder::eligible(regex)) return std::nullopt;
+  if (estimate_nfa_size(regex) > limits.max_nfa_states) return std::nullopt;
+  try {
+    FiniteBuilder b(4 * static_cast<std::size_t>(limits.max_dfa_states) + 1024, budget);
+    const std::int32_t start = b.build(regex.get(), b.accept_state());
+    return b.extract(start);
+  } catch (const Bail&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace corral
