@@ -255,3 +255,22 @@ def test_malformed_or_unsupported_under_not(llama32: corral.Tokenizer) -> None:
     assert [e.keyword for e in g.report.checked_after()] == ["not"]
     with pytest.raises(corral.OutputValidationError):
         g.validate('"ab"')
+
+
+def test_two_one_ofs_under_all_of_keep_exactly_one_checked(llama32: corral.Tokenizer) -> None:
+    """``allOf`` of two ``oneOf``s is distributed into an ``anyOf`` of the pairs, which loses each
+    oneOf's exactly-one: it must stay in the report (found by the schema fuzz test: the second
+    oneOf below matches ``null`` twice, so no value is valid, yet the grammar allowed ``null``)."""
+    schema = {"allOf": [{"oneOf": [{"type": "null"}]}, {"oneOf": [{"type": "null"}, {"type": "null"}]}]}
+    g = corral.compile_json_schema(schema, llama32)
+    m = g.matcher()
+    assert m.accept_bytes(b"null") and not jsonschema.Draft202012Validator(schema).is_valid(None)
+    assert g.report.post_checks and "oneOf: checked after decoding" in str(g.report)
+    overlap = {
+        "allOf": [
+            {"oneOf": [{"type": "integer"}, {"minimum": 0}]},
+            {"oneOf": [{"type": "integer"}, {"type": "null"}]},
+        ]
+    }
+    h = corral.compile_json_schema(overlap, llama32)
+    assert h.report.post_checks, "3 matches both branches of the first oneOf"

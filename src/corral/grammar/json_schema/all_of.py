@@ -322,6 +322,11 @@ def _conjunct_of(x: Any, y: Any) -> bool:
 def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]:
     key = "anyOf" if "anyOf" in branch else "oneOf"
     if key in base:
-        # Two alternations: distribute (anyOf of the pairwise merges).
-        return {"anyOf": [_conjoin(x, y) for x in base[key] for y in branch[key]]}
+        # Two alternations: distribute (anyOf of the pairwise merges). The pairs of a oneOf
+        # with several branches lose its exactly-one (two of its branches may both match one
+        # value), so that stays a check after decoding, never silently unenforced.
+        out: dict[str, Any] = {"anyOf": [_conjoin(x, y) for x in base[key] for y in branch[key]]}
+        if key == "oneOf" and (len(base[key]) > 1 or len(branch[key]) > 1):
+            out[_UNMERGED] = [*base.get(_UNMERGED, []), "oneOf"]
+        return out
     return {key: branch[key]}
