@@ -163,24 +163,11 @@ class UniqueItemsMixin(ConverterCore):
             ]
         finally:
             self.depth -= 1
-        opening, sep, closing, _ = self.layout()
-        group = self.new_rule("unique")
         parts = ", ".join(f"( {m} )" for m in members)
-        self.rules[group] = f"%unique{{{max(lo, 1)},{top}}}( {sep} ; {parts} )"
-        for key in ("minItems", "maxItems", "items"):
-            if key in schema:
-                self.note(_ptr(pointer, key), key, "enforced")
-        self.note(
-            _ptr(pointer, "uniqueItems"),
-            "uniqueItems",
-            "enforced",
+        return self._group_array(
+            schema, pointer, "unique", f"{{{max(lo, 1)},{top}}}", parts, lo,
             f"{n} distinct item values, kept by the matcher",
-        )
-        if self.pretty:
-            filled = f'"[" {opening} {group} {closing} "]"'
-            return filled if lo > 0 else f'"[" "]" | {filled}'
-        content = group if lo > 0 else f"( {group} )?"
-        return f'"[" {self.ws} {content} {self.ws} "]"'
+        )  # fmt: skip
 
     def distinct_array(
         self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
@@ -209,18 +196,23 @@ class UniqueItemsMixin(ConverterCore):
         if hi is None or hi > MAX_REMEMBERED_ITEMS or hi == 0:
             return None
         item = self.child_rule(items, where)
+        return self._group_array(
+            schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo,
+            "free strings, kept distinct by the matcher (it remembers each closed item)",
+        )  # fmt: skip
+
+    def _group_array(
+        self, schema: dict[str, Any], pointer: str, kind: str, counts: str, body: str, lo: int, detail: str
+    ) -> str:
+        """The array around a ``%unique`` / ``%distinct`` group rule (``kind``) of ``body``, in
+        the layout of the whitespace mode, with the keywords it enforces noted."""
         opening, sep, closing, _ = self.layout()
-        group = self.new_rule("distinct")
-        self.rules[group] = f"%distinct{{{max(lo, 1)},{hi}}}( {sep} ; {item} )"
+        group = self.new_rule(kind)
+        self.rules[group] = f"%{kind}{counts}( {sep} ; {body} )"
         for key in ("minItems", "maxItems", "items"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
-        self.note(
-            _ptr(pointer, "uniqueItems"),
-            "uniqueItems",
-            "enforced",
-            "free strings, kept distinct by the matcher (it remembers each closed item)",
-        )
+        self.note(_ptr(pointer, "uniqueItems"), "uniqueItems", "enforced", detail)
         if self.pretty:
             filled = f'"[" {opening} {group} {closing} "]"'
             return filled if lo > 0 else f'"[" "]" | {filled}'
