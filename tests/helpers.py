@@ -106,3 +106,32 @@ def mask_matches_accept(
 
 def row_bits(mask: np.ndarray) -> np.ndarray:
     return np.unpackbits(mask.view(np.uint8), bitorder="little")
+
+
+def twin_walk_step(
+    a: corral.Matcher,
+    b: corral.Matcher,
+    tok: corral.Tokenizer,
+    ids: np.ndarray,
+    rng: random.Random,
+    preferred: np.ndarray,
+    p_preferred: float,
+    checks: int,
+) -> None:
+    """One step of a walk comparing two matchers of the same language whose masks were just
+    found equal (``ids``: the allowed tokens, end tokens removed): spot-check the mask against
+    ``a``'s parser both ways (``checks`` allowed tokens accepted, up to ``checks`` refused ones
+    rejected), then advance both by one token, drawn from ``preferred`` (a boolean per token id)
+    with probability ``p_preferred``, else from any allowed token."""
+    allowed = set(ids.tolist())
+    for t in [int(x) for x in rng.sample(list(ids), min(checks, ids.size))]:
+        assert a.copy().accept_token(t), t
+    refused = [t for t in rng.sample(range(len(tok.token_bytes)), 40) if t not in allowed]
+    for t in refused[:checks]:
+        assert not a.copy().accept_token(t), t
+    pool = ids[preferred[ids]]
+    if pool.size and rng.random() < p_preferred:
+        pick = int(pool[rng.randrange(pool.size)])
+    else:
+        pick = int(ids[rng.randrange(ids.size)])
+    assert a.accept_token(pick) and b.accept_token(pick)

@@ -12,6 +12,7 @@ import random
 
 import numpy as np
 import pytest
+from helpers import twin_walk_step
 
 import corral
 
@@ -58,20 +59,9 @@ def _walk(fast: corral.CompiledGrammar, plain: corral.CompiledGrammar, seed: int
             ids = ids[~np.isin(ids, list(tok.eos_ids))]
             if ids.size == 0:
                 break
-            allowed = set(ids.tolist())
-            for t in [int(x) for x in rng.sample(list(ids), min(10, ids.size))]:
-                assert a.copy().accept_token(t), t
-            refused = [t for t in rng.sample(range(len(tok.token_bytes)), 40) if t not in allowed]
-            for t in refused[:10]:
-                assert not a.copy().accept_token(t), t
             # Mostly short tokens, so a walk visits the positions right before a maxLength one
             # by one (each is a separate state the summary serves); long ones now and then.
-            short = ids[lengths[ids] <= 2]
-            if short.size and rng.random() < 0.8:
-                pick = int(short[rng.randrange(short.size)])
-            else:
-                pick = int(ids[rng.randrange(ids.size)])
-            assert a.accept_token(pick) and b.accept_token(pick)
+            twin_walk_step(a, b, tok, ids, rng, lengths <= 2, 0.8, checks=10)
     return steps
 
 

@@ -19,6 +19,7 @@ import random
 
 import numpy as np
 import pytest
+from helpers import twin_walk_step
 
 import corral
 from corral import _native
@@ -102,20 +103,9 @@ def _walk(fast: corral.CompiledGrammar, ref: corral.CompiledGrammar, seed: int, 
             ids = ids[~np.isin(ids, eos)]
             if ids.size == 0:
                 break
-            allowed = set(ids.tolist())
-            for t in [int(x) for x in rng.sample(list(ids), min(8, ids.size))]:
-                assert a.copy().accept_token(t), t
-            refused = [t for t in rng.sample(range(len(tok.token_bytes)), 40) if t not in allowed]
-            for t in refused[:8]:
-                assert not a.copy().accept_token(t), t
             # Mostly tokens with structure in them, so a walk closes keys and values and visits
             # many frontiers; any allowed token now and then (undeclared keys, long values).
-            cross = ids[structural[ids]]
-            if cross.size and rng.random() < 0.6:
-                pick = int(cross[rng.randrange(cross.size)])
-            else:
-                pick = int(ids[rng.randrange(ids.size)])
-            assert a.accept_token(pick) and b.accept_token(pick)
+            twin_walk_step(a, b, tok, ids, rng, structural, 0.6, checks=8)
     return steps
 
 
