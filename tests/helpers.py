@@ -135,3 +135,31 @@ def twin_walk_step(
     else:
         pick = int(ids[rng.randrange(ids.size)])
     assert a.accept_token(pick) and b.accept_token(pick)
+
+
+def llama_cpp_llama(**kwargs: object) -> object:
+    """``llama_cpp.Llama(**kwargs)``, with llama.cpp's extra weight buffers off where corral's
+    backend turns them off (a build with AMX kernels, which crash on multi-token batches: see
+    ``corral.backends.llama_cpp.extra_buffer_types_safe``). ``Llama`` has no parameter for it,
+    so its default model parameters are patched while it loads."""
+    import llama_cpp
+    import llama_cpp.llama as llama_module
+
+    from corral.backends.llama_cpp import _system_info, extra_buffer_types_safe
+
+    llama_cpp.llama_backend_init()
+    if extra_buffer_types_safe(_system_info(llama_cpp)):
+        return llama_cpp.Llama(**kwargs)  # type: ignore[arg-type]
+    lib = llama_module.llama_cpp
+    default = lib.llama_model_default_params
+
+    def params() -> object:
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    lib.llama_model_default_params = params
+    try:
+        return llama_cpp.Llama(**kwargs)  # type: ignore[arg-type]
+    finally:
+        lib.llama_model_default_params = default

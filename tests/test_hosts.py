@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import llama_cpp_llama
 from host_cases import CASES, THINK_BUDGET, THINK_CLOSE, HostCase, split_thinking
 from server_helpers import serve_in_thread
 
@@ -158,7 +159,7 @@ class LlamaCppHost:
         import llama_cpp
 
         self.lc = llama_cpp
-        self.llm = llama_cpp.Llama(
+        self.llm = llama_cpp_llama(
             model_path=str(path), n_ctx=1024, n_threads=1, n_threads_batch=1, verbose=False
         )
         self.tok = corral.Tokenizer.from_gguf(path)

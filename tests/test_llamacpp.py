@@ -16,6 +16,7 @@ import pytest
 from generation_cases import GRAMMAR, GRAMMAR_RE, PERSON, valid_json
 from generation_cases import REGEX_CASES as ALL_REGEX_CASES
 from generation_cases import SCHEMA_CASES as ALL_SCHEMA_CASES
+from helpers import llama_cpp_llama
 
 import corral
 from corral import models
@@ -40,6 +41,29 @@ def gguf_path() -> Any:
 @pytest.fixture(scope="module")
 def llm(gguf_path: Any) -> Any:
     return corral.load_model(backend="llama.cpp")
+
+
+def test_extra_buffer_types_off_for_amx_builds() -> None:
+    from corral.backends.llama_cpp import extra_buffer_types_safe
+
+    amx = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 | "
+    assert not extra_buffer_types_safe(amx)
+    assert not extra_buffer_types_safe("CPU : AMX_INT8 = 1 | REPACK = 1 |")  # first flag
+    assert extra_buffer_types_safe("CPU : SSE3 = 1 | AVX2 = 1 | REPACK = 1 | ")
+    assert extra_buffer_types_safe("CPU : AMX_INT8 = 0 | AVX2 = 1 |")
+    assert extra_buffer_types_safe("")
+
+
+def test_extra_buffer_types_follow_the_build(llm: Any, gguf_path: Any) -> None:
+    # The default reads the build's own system-info line; an explicit choice wins.
+    info = llama_cpp.llama_print_system_info().decode()
+    assert llm.extra_buffer_types == ("AMX_INT8 = 1" not in info)
+    from corral.backends.llama_cpp import LlamaCppBackend
+
+    off = LlamaCppBackend(gguf_path, extra_buffer_types=False, max_sequences=1)
+    assert off.extra_buffer_types is False
+    r = corral.generate(off, "Say yes.", regex="yes|no", max_new_tokens=4)
+    assert r.text in ("yes", "no")
 
 
 def test_backend_matches_the_model(llm: Any, gguf_path: Any) -> None:
@@ -197,7 +221,7 @@ def test_logits_processor_hook(gguf_path: Any) -> None:
     from corral.backends.llama_cpp import render_chat_template
     from corral.integrations.llama_cpp import LlamaCppLogitsProcessor
 
-    model = llama_cpp.Llama(
+    model = llama_cpp_llama(
         model_path=str(gguf_path), n_ctx=512, n_threads=1, n_threads_batch=1, verbose=False
     )
     tok = corral.Tokenizer.from_gguf(gguf_path)

@@ -86,6 +86,12 @@ class LlamaCppBackend(Backend):
         6% faster prefill here) whose rounding differs by up to ~1 logit.
     n_gpu_layers : int
         Layers to offload when llama-cpp-python was built with a GPU backend.
+    extra_buffer_types : bool or None
+        Let llama.cpp repack weights into its CPU "extra" buffer types (AMX tiles, interleaved
+        AVX2/AVX-512 layouts). Default: on, unless llama.cpp was built with AMX
+        (``AMX_INT8 = 1`` in ``llama_print_system_info``): llama-cpp-python 0.3.36 built natively
+        on a CPU with AMX crashes (SIGSEGV in ``ggml_backend_amx_mul_mat``) in the first forward
+        pass of a multi-token batch, even in its own ``Llama`` class.
     verbose : bool
         Let llama.cpp log to stderr (off by default).
     """
@@ -103,6 +109,7 @@ class LlamaCppBackend(Backend):
         n_batch: int = 512,
         n_ubatch: int = 32,
         n_gpu_layers: int = 0,
+        extra_buffer_types: bool | None = None,
         verbose: bool = False,
     ) -> None:
         global _BACKEND_READY
@@ -125,6 +132,10 @@ class LlamaCppBackend(Backend):
             _BACKEND_READY = True
         mparams = lc.llama_model_default_params()
         mparams.n_gpu_layers = int(n_gpu_layers)
+        if extra_buffer_types is None:
+            extra_buffer_types = extra_buffer_types_safe(_system_info(lc))
+        mparams.use_extra_bufts = bool(extra_buffer_types)
+        self.extra_buffer_types = bool(extra_buffer_types)
         load = getattr(lc, "llama_model_load_from_file", None) or lc.llama_load_model_from_file
         model = load(str(p).encode(), mparams)
         if not model:
@@ -410,6 +421,27 @@ class _LlamaEncoder:
         if b is None or not b._holder:
             return self._fallback.encode(text)
         return b._tokenize(text, False, False)
+
+
+def _system_info(lc: Any) -> str:
+    fn = getattr(lc, "llama_print_system_info", None)
+    if fn is None:  # pragma: no cover - every supported llama-cpp-python has it
+        return ""
+    raw = fn()
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def extra_buffer_types_safe(system_info: str) -> bool:
+    """Whether llama.cpp's CPU extra buffer types may be used, from its system-info line.
+
+    False for a build with AMX kernels (``AMX_INT8 = 1``): their matrix product crashes on
+    the first multi-token batch (llama-cpp-python 0.3.36 built on a CPU with AMX). Other
+    repacked layouts stay on: they are the fast path on AVX2 / AVX-512 CPUs.
+    """
+    # "CPU : SSE3 = 1 | ... | AMX_INT8 = 1 | ...": the backend's name comes before the first flag.
+    fields = (f.partition("=") for f in system_info.split("|"))
+    flags = {k.split(":")[-1].strip(): v.strip() for k, _, v in fields}
+    return flags.get("AMX_INT8", "0") != "1"
 
 
 def _free_all(lc: Any, free_model: Any, model: Any, holder: list[Any]) -> None:
