@@ -19,6 +19,8 @@ schema:
   tokenized canonically and fed token by token to a fresh matcher of every engine that compiled
   the schema, **every** mask fill timed (one pass: a state's first mask is paid as in a decode).
   An instance is *accepted* when every token is allowed and the matcher then accepts the end.
+  The mask rows are over the schema-shaped and invalid instances (the ones every engine can
+  follow: an engine stops at the token it rejects); the any-shaped ones have rows of their own.
 * **schemas passing**: compiled, every valid instance accepted and every invalid one rejected
   (once over the schema-shaped valid instances, once over all).
   For corral an accepted invalid instance whose errors are all explained by its keyword report
@@ -145,6 +147,15 @@ def mutate(value: Any, rng: random.Random) -> Any:
     return v
 
 
+def dumps(value: Any) -> str | None:
+    """The instance's text, or None for a value JSON cannot spell (a number that parsed as an
+    infinite float: ``json.dumps`` would write ``Infinity``)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return None
+
+
 def reorder(value: Any) -> Any:
     """``value`` with the keys of every object in reverse order."""
     if isinstance(value, dict):
@@ -164,7 +175,8 @@ class Rec:
     ttfm_ms: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # compile errors
     timeouts: set[str] = field(default_factory=set)
-    mask_us: dict[str, list[float]] = field(default_factory=dict)
+    mask_us: dict[str, list[float]] = field(default_factory=dict)  # schema-shaped and invalid
+    mask_any_us: dict[str, list[float]] = field(default_factory=dict)  # any-shaped instances
     valid: int = 0  # schema-shaped
     valid_any: int = 0  # any-shaped
     invalid: int = 0
@@ -200,12 +212,13 @@ def compile_all(rec: Rec, engines: dict[str, Any], schema: Any, timeout: float) 
     return out
 
 
-def feed(rec: Rec, eng: Any, name: str, compiled: Any, ids: list[int]) -> bool:
-    """Step ``ids`` through a fresh matcher, timing every mask; True when accepted."""
+def feed(times: dict[str, list[float]], eng: Any, name: str, compiled: Any, ids: list[int]) -> bool:
+    """Step ``ids`` through a fresh matcher, timing every mask into ``times[name]``; True when
+    the engine accepts them."""
     m = eng.matcher(compiled)
     bm = eng.alloc()
     fill = eng.filler(m, bm)
-    ns = rec.mask_us.setdefault(name, [])
+    ns = times.setdefault(name, [])
     for tok in ids:
         t0 = CLOCK()
         fill()
@@ -218,6 +231,9 @@ def feed(rec: Rec, eng: Any, name: str, compiled: Any, ids: list[int]) -> bool:
     return bool(eng.finish(m))
 
 
+Instance = tuple[Any, str]  # (value, its text)
+
+
 def _walks(walker: Walker, compiled: Any, validator: Any, seed: int, n: int, attempts: int) -> list[Any]:
     out: list[Any] = []
     for attempt in range(attempts):
@@ -227,33 +243,37 @@ def _walks(walker: Walker, compiled: Any, validator: Any, seed: int, n: int, att
             value = json.loads(walker.walk(compiled, random.Random(seed + attempt)).decode("utf-8"))
         except Exception:  # noqa: BLE001 - a walk we cannot use
             continue
-        if validator.is_valid(value) and value not in out:
+        if validator.is_valid(value):
             out.append(value)
     return out
 
 
 def instances(
     walker: Walker, shaped: Any, spec: Any, validator: Any, seed: int, args: argparse.Namespace
-) -> tuple[list[Any], list[Any], list[Any]]:
-    """(schema-shaped valid, any-shaped valid, invalid) instances, all distinct texts."""
-    valid = _walks(walker, shaped, validator, seed, args.instances, args.attempts)
-    seen = {json.dumps(v, ensure_ascii=False) for v in valid}
-    any_shaped: list[Any] = []
-    for v in _walks(walker, spec, validator, seed ^ 0xA11, 1, args.attempts) + [reorder(v) for v in valid]:
-        text = json.dumps(v, ensure_ascii=False)
-        if text not in seen and validator.is_valid(v):
-            seen.add(text)
-            any_shaped.append(v)
-    invalid: list[Any] = []
+) -> tuple[list[Instance], list[Instance], list[Instance]]:
+    """(schema-shaped valid, any-shaped valid, invalid) instances, all of distinct texts."""
+    seen: set[str] = set()
+
+    def keep(values: list[Any], valid: bool, into: list[Instance], most: int) -> None:
+        for v in values:
+            text = dumps(v)
+            if len(into) < most and text is not None and text not in seen and validator.is_valid(v) == valid:
+                seen.add(text)
+                into.append((v, text))
+
+    valid: list[Instance] = []
+    keep(_walks(walker, shaped, validator, seed, args.instances, args.attempts), True, valid, args.instances)
+    any_shaped: list[Instance] = []
+    walked = _walks(walker, spec, validator, seed ^ 0xA11, 1, args.attempts)
+    keep(walked + [reorder(v) for v, _ in valid], True, any_shaped, args.instances + 1)
+    invalid: list[Instance] = []
     rng = random.Random(seed ^ 0x5EED)
     for _ in range(12 * args.invalid):
         if len(invalid) >= args.invalid or not valid:
             break
-        bad = mutate(rng.choice(valid), rng)
-        text = json.dumps(bad, ensure_ascii=False)
-        if bad is not None and text not in seen and not validator.is_valid(bad):
-            seen.add(text)
-            invalid.append(bad)
+        bad = mutate(rng.choice(valid)[0], rng)
+        if bad is not None:
+            keep([bad], False, invalid, args.invalid)
     return valid, any_shaped, invalid
 
 
@@ -300,8 +320,8 @@ def run(args: argparse.Namespace) -> tuple[list[Rec], list[str]]:
             valid, any_shaped, invalid = instances(walker, shaped, compiled["corral"], validator, seed, args)
             left = [e for e in compiled["corral"].report.entries if e.status != "enforced"]
             for kind, values in (("valid", valid), ("any", any_shaped), ("invalid", invalid)):
-                for value in values:
-                    ids = ctx.encode(json.dumps(value, ensure_ascii=False))
+                for value, text in values:
+                    ids = ctx.encode(text)
                     if kind == "valid":
                         rec.valid += 1
                     elif kind == "any":
@@ -309,7 +329,8 @@ def run(args: argparse.Namespace) -> tuple[list[Rec], list[str]]:
                     else:
                         rec.invalid += 1
                     for name, c in compiled.items():
-                        ok = feed(rec, engines[name], name, c, ids)
+                        times = rec.mask_any_us if kind == "any" else rec.mask_us
+                        ok = feed(times, engines[name], name, c, ids)
                         if not ok and kind != "invalid":
                             into = rec.rejected if kind == "valid" else rec.rejected_any
                             into[name] = into.get(name, 0) + 1
@@ -359,6 +380,11 @@ def report(recs: list[Rec], names: list[str]) -> dict[str, Any]:
             "accepted": sum(r.accepted.get(n, 0) for r in judged),
             "steps": len(us),
         }
+        ua = [x for r in recs for x in r.mask_any_us.get(n, [])]
+        s["any_steps"] = len(ua)
+        for q in (99, 99.9):
+            s[f"any_p{q:g}"] = _pct(ua, q)
+        s["any_max"] = max(ua) if ua else None
         for q in (50, 99, 99.9):
             s[f"p{q:g}"] = _pct(us, q)
         s["max"] = max(us) if us else None
@@ -372,11 +398,17 @@ def report(recs: list[Rec], names: list[str]) -> dict[str, Any]:
         (f"schemas passing, schema-shaped (of {len(judged)})", lambda s: str(s["passing"])),
         (f"schemas passing, all instances (of {len(judged)})", lambda s: str(s["passing_any"])),
         ("compile errors / timeouts", lambda s: f"{s['errors']} / {s['timeouts']}"),
+        ("mask steps timed (schema-shaped + invalid)", lambda s: f"{s['steps']:,}"),
         ("mask p50 us", lambda s: _f(s["p50"])),
         ("mask p99 us", lambda s: _f(s["p99"])),
         ("mask p99.9 us", lambda s: _f(s["p99.9"])),
         ("mask max us", lambda s: _f(s["max"])),
         ("mask mean us", lambda s: _f(s["mean"])),
+        ("any-shaped: steps timed", lambda s: f"{s['any_steps']:,}"),
+        (
+            "any-shaped: mask p99 / p99.9 / max us",
+            lambda s: f"{_f(s['any_p99'])} / {_f(s['any_p99.9'])} / {_f(s['any_max'])}",
+        ),
         (
             "compile + first matcher p50 / p90 / p99 ms",
             lambda s: f"{_f(s['ttfm_p50'])} / {_f(s['ttfm_p90'])} / {_f(s['ttfm_p99'])}",
@@ -387,21 +419,25 @@ def report(recs: list[Rec], names: list[str]) -> dict[str, Any]:
         ("invalid instances accepted", lambda s: f"{s['accepted']} / {s['invalid']}"),
     ]
     w = max(len(r[0]) for r in rows)
+    cw = max(18, *(len(get(st[n])) for _, get in rows for n in names))
     print(
         f"\n== {len(recs)} schemas sampled; {sum(r.valid for r in judged)} schema-shaped and "
         f"{sum(r.valid_any for r in judged)} any-shaped valid, "
         f"{sum(r.invalid for r in judged)} invalid instances"
     )
-    print(f"| {'':<{w}} | " + " | ".join(f"{n:>18}" for n in names) + " |")
-    print(f"| {'-' * w} | " + " | ".join("-" * 18 for _ in names) + " |")
+    print(f"| {'':<{w}} | " + " | ".join(f"{n:>{cw}}" for n in names) + " |")
+    print(f"| {'-' * w} | " + " | ".join("-" * cw for _ in names) + " |")
     for label, get in rows:
-        print(f"| {label:<{w}} | " + " | ".join(f"{get(st[n]):>18}" for n in names) + " |")
+        print(f"| {label:<{w}} | " + " | ".join(f"{get(st[n]):>{cw}}" for n in names) + " |")
     print(
         f"corral: {explained} more invalid instances accepted, all by keywords its report lists as "
         "checked after decoding (generate() validates them)"
     )
     if "corral" in st:
-        print("ratios corral / other (>1: corral slower); mask over all steps, compile over all schemas")
+        print(
+            "ratios corral / other (>1: corral slower); mask over the schema-shaped and invalid "
+            "steps, compile over all schemas"
+        )
         cols = ["p50", "p99", "p99.9", "max", "mean", "ttfm_p50", "ttfm_p90", "ttfm_p99", "ttfm_max"]
         for o in names:
             if o != "corral":
