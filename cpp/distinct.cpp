@@ -166,9 +166,18 @@ ValueHash value_hash(std::string_view text) {
 
 bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   if (!v.known()) return false;
-  for (std::uint32_t s = set; s != 0; s = entries[s].parent)
-    if (entries[s].value == v) return true;
-  return false;
+  constexpr std::uint32_t kIndexFrom = 32;  // below this a walk is as fast as a lookup
+  if (entries[set].count < kIndexFrom) {
+    for (std::uint32_t s = set; s != 0; s = entries[s].parent)
+      if (entries[s].value == v) return true;
+    return false;
+  }
+  if (memo_set_ != set) {
+    forget();
+    for (std::uint32_t s = set; s != 0; s = entries[s].parent) memo_.insert(entries[s].value);
+    memo_set_ = set;
+  }
+  return memo_.count(v) != 0;
 }
 
 std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v) {

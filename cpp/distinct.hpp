@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar.hpp"
@@ -70,17 +71,37 @@ struct ValueSets {
   };
   std::vector<Entry> entries{Entry{}};
 
-  void clear() { entries.resize(1); }
+  void clear() {
+    entries.resize(1);
+    forget();
+  }
   std::size_t size() const { return entries.size(); }
   /// Forget the sets created after size() was n (the caller drops every item that names them).
-  void truncate(std::size_t n) { entries.resize(n); }
+  void truncate(std::size_t n) {
+    entries.resize(n);
+    if (memo_set_ >= n) forget();
+  }
   std::uint32_t count(std::uint32_t set) const { return entries[set].count; }
-  /// Does `set` hold `v` (a known value)? O(count).
+  /// Does `set` hold `v` (a known value)? O(count) for a small set; a large one is indexed once
+  /// and then answers in O(1) while it is the set asked about (a mask's correction asks about
+  /// the same open array for every token it replays).
   bool has(std::uint32_t set, const ValueHash& v) const;
   /// set + {v} (v may be unknown: counted, never matched).
   std::uint32_t with(std::uint32_t set, const ValueHash& v);
   /// What parser-state signatures hash: the count only (masks are computed with checking off).
   std::uint64_t signature(std::uint32_t set) const;
+
+ private:
+  struct HashOf {
+    std::size_t operator()(const ValueHash& v) const { return static_cast<std::size_t>(v.h1 ^ (v.h2 * 0x9E3779B97F4A7C15ull)); }
+  };
+  void forget() const {
+    memo_set_ = 0;
+    memo_.clear();
+  }
+  // The values of one large set (memo_set_; 0: none), a cache: sets never change once made.
+  mutable std::uint32_t memo_set_ = 0;
+  mutable std::unordered_set<ValueHash, HashOf> memo_;
 };
 
 /// The most remembered values of one group the parser accepts (LimitExceeded past it); the

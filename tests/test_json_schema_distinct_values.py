@@ -229,3 +229,34 @@ def test_the_correction_replays_every_close_of_a_terminal_that_can_leave_accepta
     ]
     assert any(llama32.token_bytes[i] == b"aba" for i in abc)
     mask_matches_accept(m, llama32, sample=abc)
+
+
+@pytest.mark.parametrize("kind", ["strings", "integers"])
+def test_long_arrays_stay_exact_past_the_value_index(kind: str, llama32: corral.Tokenizer) -> None:
+    # From 32 held values the parser indexes the open array's values (cpp/distinct.cpp): the
+    # verdicts, the mask and rollback must not change.
+    schema = STRINGS if kind == "strings" else INTEGERS
+    item = (lambda i: f'"w{i}"') if kind == "strings" else (lambda i: str(7 * i + 3))
+    g = corral.compile_json_schema(schema, llama32)
+    m = g.matcher()
+    for t in llama32.encode("[" + ", ".join(item(i) for i in range(34))):
+        assert m.accept_token(t)
+    at_34 = m.num_steps
+    for t in llama32.encode("".join(", " + item(i) for i in range(34, 40))):
+        assert m.accept_token(t)
+    for i in (0, 5, 31, 32, 39):
+        assert not m.copy().accept_bytes(f", {item(i)}]".encode()), i
+    assert m.copy().accept_bytes(f", {item(40)}]".encode())
+    near = b', "w3' if kind == "strings" else b", 1"  # "w3" and 10 are held; "w30", 17, 1... too
+    c = m.copy()
+    assert c.accept_bytes(near)
+    sample = (
+        [i for i in range(llama32.vocab_size) if b'"' in llama32.token_bytes[i]]
+        if kind == "strings"
+        else _digit_tokens(llama32)
+    )
+    mask_matches_accept(c, llama32, sample=sample)
+    # Back to 34 items: the six dropped values may be written again, the others not.
+    m.rollback(m.num_steps - at_34)
+    assert m.copy().accept_bytes(f", {item(36)}]".encode())
+    assert not m.copy().accept_bytes(f", {item(33)}]".encode())
