@@ -164,6 +164,62 @@ ValueHash value_hash(std::string_view text) {
   return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
 }
 
+bool every_prefix_open_ended(const Dfa& d) {
+  const std::uint32_t n = d.num_states();
+  if (n == 0) return false;
+  std::vector<std::vector<std::uint32_t>> succ(n), pred(n);
+  for (std::uint32_t s = 0; s < n; ++s)
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
+      if (t < 0) continue;
+      const auto u = static_cast<std::uint32_t>(t);
+      if (succ[s].empty() || succ[s].back() != u) succ[s].push_back(u);
+      pred[u].push_back(s);
+    }
+  for (auto& v : succ) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  auto flood = [&](std::vector<std::uint32_t> todo, const std::vector<std::vector<std::uint32_t>>& edges,
+                   const std::vector<char>* within) {
+    std::vector<char> seen(n, 0);
+    for (std::uint32_t s : todo) seen[s] = 1;
+    while (!todo.empty()) {
+      const std::uint32_t s = todo.back();
+      todo.pop_back();
+      for (std::uint32_t t : edges[s])
+        if (!seen[t] && (within == nullptr || (*within)[t])) {
+          seen[t] = 1;
+          todo.push_back(t);
+        }
+    }
+    return seen;
+  };
+  std::vector<std::uint32_t> finals;
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (d.accepting(static_cast<std::int32_t>(s))) finals.push_back(s);
+  if (d.empty_language()) return false;
+  const auto start = static_cast<std::uint32_t>(d.start());
+  const std::vector<char> reach = flood({start}, succ, nullptr);
+  const std::vector<char> coreach = flood(finals, pred, nullptr);
+  std::vector<char> live(n, 0);
+  for (std::uint32_t s = 0; s < n; ++s) live[s] = reach[s] && coreach[s];
+  if (!live[start]) return false;
+  // Live states on a cycle of live states: those that reach themselves within the live part.
+  std::vector<std::uint32_t> cyclic;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (!live[s]) continue;
+    std::vector<std::uint32_t> next;
+    for (std::uint32_t t : succ[s])
+      if (live[t]) next.push_back(t);
+    if (flood(next, succ, &live)[s]) cyclic.push_back(s);
+  }
+  const std::vector<char> to_cycle = flood(cyclic, pred, &live);
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (live[s] && !to_cycle[s]) return false;
+  return true;
+}
+
 bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   if (!v.known()) return false;
   constexpr std::uint32_t kIndexFrom = 32;  // below this a walk is as fast as a lookup

@@ -104,6 +104,12 @@ struct ValueSets {
   mutable std::unordered_set<ValueHash, HashOf> memo_;
 };
 
+/// Does every live state of `d` (reachable, and able to reach acceptance) have infinitely many
+/// accepted continuations, i.e. reach a cycle of live states? Then no prefix of an item in that
+/// language has only finitely many values, the condition under which a distinct group's mask is
+/// exact (see the header comment). False for an empty or finite language.
+bool every_prefix_open_ended(const Dfa& d);
+
 /// The most remembered values of one group the parser accepts (LimitExceeded past it); the
 /// converter only writes groups whose maxItems is at most this.
 inline constexpr std::uint32_t kMaxDistinctItems = 4096;

@@ -260,3 +260,71 @@ def test_long_arrays_stay_exact_past_the_value_index(kind: str, llama32: corral.
     m.rollback(m.num_steps - at_34)
     assert m.copy().accept_bytes(f", {item(36)}]".encode())
     assert not m.copy().accept_bytes(f", {item(33)}]".encode())
+
+
+PATTERNED = {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+"}, "uniqueItems": True}
+
+
+def test_open_ended_probe() -> None:
+    from corral import _native
+
+    for expression, want in (
+        ("/(?s:.)*/j", 1),
+        ("/[a-z]+/j", 1),
+        ("/x[0-9]{2}(y+)?/j", 1),  # "x12" may still become "x12y", "x12yy", ...
+        ("/a(?:#b*)?/j", 1),
+        ("/[ab]/j", 0),  # finite
+        ("/ab|a+/j", 0),  # "ab" is complete and can go nowhere
+        ("/a(?:b|c)*d?/j", 0),  # "ad" likewise
+        ("/(?:[a-z]+)\\n?/j", 0),  # "abc\n": Python's $ before a final newline
+        ("/[a-z]+/j & /(?s:.){0,10}/j", 0),  # bounded length
+        ('"a" "b"', 0),  # two terminals: not one item automaton
+    ):
+        assert _native.probe_open_ended(expression, 6000, {}) == want, expression
+
+
+def test_open_ended_pattern_items_are_enforced(llama32: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema(PATTERNED, llama32, strict=True)
+    assert _entry(g).status == "enforced" and "infinitely many continuations" in _entry(g).detail
+    validator = jsonschema.Draft202012Validator(PATTERNED)
+    kinds = set()
+    for text in (
+        "[]",
+        '["ab"]',
+        '["ab", "ab"]',
+        '["a", "\\u0061"]',
+        '["ab", "a", "abc"]',
+        '["ab", "a", "ab"]',
+        '["Ab"]',
+        '["a1", "a1"]',
+        '["a1", "a2"]',
+        '["x-y", "x\\u002dy"]',
+    ):
+        value = json.loads(text)
+        want = validator.is_valid(value)
+        kinds.add(want)
+        for spelled in (text, json.dumps(value), json.dumps(value, separators=(",", ":"))):
+            assert _accepts(g, llama32, spelled) == want, spelled
+    assert kinds == {True, False}
+    for prefix in (b'["ab", "a', b'["ab", "', b'["a1", "a'):
+        m = g.matcher()
+        assert m.accept_bytes(prefix)
+        rng = random.Random(prefix)
+        mask_matches_accept(
+            m,
+            llama32,
+            sample=[i for i in range(llama32.vocab_size) if b'"' in llama32.token_bytes[i]]
+            + rng.sample(range(llama32.width), 400),
+        )
+
+
+def test_closed_patterns_and_formats_stay_in_the_report(llama32: corral.Tokenizer) -> None:
+    for items in (
+        {"type": "string", "pattern": "^[ab]$"},
+        {"type": "string", "pattern": "^[a-z]+$"},  # "abc\n" ends the item
+        {"type": "string", "pattern": "^[a-z]+", "maxLength": 8},
+        {"type": "string", "format": "date"},
+        {"type": "string", "format": "uri"},
+    ):
+        g = corral.compile_json_schema({**PATTERNED, "items": items}, llama32)
+        assert [e.keyword for e in g.report.checked_after()] == ["uniqueItems"], items

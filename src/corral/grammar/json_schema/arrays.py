@@ -59,8 +59,8 @@ class ArraysMixin(UniqueItemsMixin):
             detail = (
                 "with prefixItems or contains"
                 if plain
-                else "the items are neither a small finite set of values nor free strings or integers"
-                f" (max_unique_items {self.opt.max_unique_items})"
+                else "the items are neither a small finite set of values nor free strings (or open-ended"
+                f" patterns) or integers (max_unique_items {self.opt.max_unique_items})"
             )
             self.cannot_enforce(
                 _ptr(pointer, "uniqueItems"), "uniqueItems", f"checked after decoding ({detail})"

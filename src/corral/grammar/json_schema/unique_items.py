@@ -16,13 +16,17 @@ every spelling of that value, so the members' languages are disjoint and a dupli
 hide behind another spelling.
 
 Free values (``distinct_array``): items that are free strings (``{"type": "string"}``, with at
-most a ``minLength``) or integers (no upper bound; lower bounds at or above 0) become one
-distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a
+most a ``minLength``), strings whose ``pattern``/``format`` the engine proves open-ended
+(``open_string_item``: every live prefix of the content automaton reaches a cycle, so it has
+infinitely many continuations: ``^[a-z]+``, not ``^[ab]$``, nor ``^[a-z]+$`` whose Python ``$``
+allows a final newline that ends the item) or integers (no upper bound; lower bounds at or above
+0) become one distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a
 128-bit hash of each closed item's value (strings after unescaping, integers by value; corral
 writes integers canonically, corral.grammar.numbers) and refuses the tokens that would close an
 equal one. Why only those: the mask is exact only when every open item can still become
 infinitely many values, so that a refused close is the only dead end. A string with
-``maxLength``, ``pattern`` or ``format`` may have few (``maxLength: 1``, ``pattern: ^[ab]$``),
+``maxLength``, or a ``pattern``/``format`` the probe cannot prove open-ended, may have few
+(``maxLength: 1``, ``pattern: ^[ab]$``, ``format: date``),
 and so may an integer below a ``maximum`` or above a negative ``minimum`` (``-1`` under
 ``minimum: -20``): those stay in the report unless they are a small enum (the finite path
 above). Numbers with fractions or exponents stay in the report too: validators compare them as
@@ -55,6 +59,7 @@ import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from corral import errors as corral_errors
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _ANNOTATIONS, _NUMBER_KEYS, _STRING_KEYS
@@ -66,6 +71,8 @@ MAX_UNIQUE_VALUES = 32
 MAX_REMEMBERED_ITEMS = 256
 # Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
 _FREE_STRING = frozenset({"type", "minLength"})
+# ... of a string whose pattern/format the engine proves open-ended (open_string_item).
+_OPEN_STRING = frozenset({"type", "minLength", "pattern", "format"})
 # ... of an integer (lower bounds at or above 0 only: no prefix then has finitely many values).
 _FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
 # Item-schema keywords that only filter a finite value set (anything else: not handled here).
@@ -200,6 +207,8 @@ class UniqueItemsMixin(ConverterCore):
             if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.opt.max_counted_length:
                 return None
             return self.child_rule(items, where), "free strings"
+        if kind == "string" and keys <= _OPEN_STRING:
+            return self.open_string_item(items, where)
         if kind == "integer" and keys <= _FREE_INTEGER:
             # A lower bound at or above 0 keeps every prefix open-ended (digits can always be
             # appended); a negative one or an upper bound makes prefixes like "-1" finite.
@@ -209,6 +218,32 @@ class UniqueItemsMixin(ConverterCore):
                     return None
             return self.child_rule(items, where), "integers"
         return None
+
+    def open_string_item(self, items: Any, where: str) -> tuple[str, str] | None:
+        """A string item with a ``pattern``/``format`` (no ``maxLength``) whose language has
+        infinitely many continuations after every live prefix (``[a-z]+``, not ``^[ab]$`` nor a
+        ``$``-anchored one: Python's ``$`` also allows one final newline, after which nothing
+        may follow): the item rule, or None. The engine decides on the very content automaton
+        the rule uses (``probe_open_ended``); the attempt leaves no trace when it fails."""
+        from corral import _native
+
+        saved = self.snapshot()
+        item = self.child_rule(items, where)
+        body = self.rules.get(item, "")
+        quote = '"\\""'
+        inner = body[len(quote) + 1 : -len(quote) - 1].strip()
+        quoted = body.startswith(quote + " ") and body.endswith(" " + quote)
+        if not quoted or not inner.startswith(("/", "(")):
+            self.restore(saved)
+            return None
+        try:
+            open_ended = _native.probe_open_ended(inner, self.opt.max_product_states, {}) == 1
+        except corral_errors.CompileError:
+            open_ended = False
+        if not open_ended:
+            self.restore(saved)
+            return None
+        return item, "strings with infinitely many continuations after every prefix"
 
     def distinct_array(
         self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
