@@ -328,3 +328,39 @@ def test_closed_patterns_and_formats_stay_in_the_report(llama32: corral.Tokenize
     ):
         g = corral.compile_json_schema({**PATTERNED, "items": items}, llama32)
         assert [e.keyword for e in g.report.checked_after()] == ["uniqueItems"], items
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tokenizer", ["smollm2", "llama32"])
+@pytest.mark.parametrize("schema", [STRINGS, PATTERNED], ids=["strings", "pattern"])
+def test_capped_random_walks_stay_valid(
+    schema: dict[str, Any], tokenizer: str, request: pytest.FixtureRequest
+) -> None:
+    # A cap of 4 is reached within a walk: the mask closes the array there, never a dead end.
+    tok: corral.Tokenizer = request.getfixturevalue(tokenizer)
+    g = corral.compile_json_schema(schema, tok, max_unique_items=4)
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(f"capped/{tokenizer}/{json.dumps(schema)}")
+    short = {i for i in range(tok.vocab_size) if len(tok.token_bytes[i]) <= 2}
+    lengths: list[int] = []
+    for _ in range(6):
+        m = g.matcher()
+        mask = corral.allocate_bitmask(1, tok)
+        out = bytearray()
+        for _ in range(60):
+            m.fill_next_token_bitmask(mask, 0)
+            ids = [i for i in corral.allowed_tokens(mask[0], tok) if i not in tok.eos_ids]
+            assert ids or m.is_accepting(), f"dead end after {bytes(out)!r}"
+            if not ids:
+                break
+            # Items kept short (quote tokens half the time) so that the cap is reached.
+            quotes = [i for i in ids if b'"' in tok.token_bytes[i] and b"]" not in tok.token_bytes[i]]
+            t = rng.choice(quotes if quotes and rng.random() < 0.5 else [i for i in ids if i in short] or ids)
+            assert m.accept_token(t)
+            out += tok.token_bytes[t]
+        rest = m.shortest_completion()
+        assert m.accept_bytes(rest) and m.is_accepting()
+        value = json.loads(bytes(out) + rest)
+        assert validator.is_valid(value) and len(value) <= 4, value
+        lengths.append(len(value))
+    assert 4 in lengths, lengths  # the cap was reached
