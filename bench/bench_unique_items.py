@@ -18,9 +18,11 @@ the converter did before unique groups existed) — and *after* (this tree).
 
 3. Mask CPU time (thread clock) along random walks on a few synthetic unique arrays, per mode:
    before, the plain array (the keyword reported); after, the unique or distinct group. The
-   free-string arrays (distinct groups, cpp/distinct.hpp) are walked twice: with uniform tokens,
-   and preferring short tokens (``"``, ``a``, ``", "``...) so that duplicates are often one
-   token away and the correction has remembered values to compare.
+   free-string and integer arrays (distinct groups, cpp/distinct.hpp) are walked twice: with
+   uniform tokens, and preferring short tokens (``"``, ``a``, ``", "``, one digit...) so that
+   duplicates are often one token away and the correction has remembered values to compare.
+4. Mask CPU time inside arrays of strings and of integers without ``maxItems`` that already
+   hold 1, 64 and 255 items (the correction compares each close with every held value).
 
 Run:  python bench/bench_unique_items.py [--suite DIR] [--bench DIR] [--limit N] [--walks N]
                                          [--masks-only]
@@ -160,9 +162,12 @@ MASK_SCHEMAS: list[tuple[str, Any]] = [
     ("booleans/null", {"items": {"type": ["boolean", "null"]}}),
     ("free strings", {"items": {"type": "string"}, "maxItems": 12}),
     ("free strings, short", {"items": {"type": "string"}, "maxItems": 12}),
+    ("strings, no maxItems", {"items": {"type": "string"}}),
+    ("integers, no bounds", {"items": {"type": "integer"}}),
+    ("integers, short", {"items": {"type": "integer", "minimum": 0}}),
 ]
 # Walks on these prefer tokens of at most two bytes (see the module docstring).
-SHORT = {"free strings, short"}
+SHORT = {"free strings, short", "integers, short"}
 
 
 def masks(tok: corral.Tokenizer, walks: int) -> None:
@@ -200,6 +205,35 @@ def masks(tok: corral.Tokenizer, walks: int) -> None:
         print(f"  {name:<18} {line[0]:<36} -> {line[1]} us")
 
 
+def filled(tok: corral.Tokenizer, rounds: int) -> None:
+    """Mask CPU time inside an array that already holds n items (no maxItems: capped at the
+    default max_unique_items, 256), per mode: the correction's cost grows with what is held."""
+    print("\nMask CPU time inside an array holding n items (Llama 3.2, no maxItems), before -> after:")
+    mask = corral.allocate_bitmask(1, tok)
+    cases = (
+        ("strings", {"type": "string"}, lambda i: f'"w{i}"', (b", ", b', "w')),
+        ("integers", {"type": "integer"}, lambda i: str(7 * i + 3), (b", ", b", 1")),
+    )
+    for name, items, item, nexts in cases:
+        for n in (1, 64, 255):
+            line = []
+            for mode in ("before", "after"):
+                set_mode(mode)
+                g = corral.compile_json_schema({"type": "array", "items": items, "uniqueItems": True}, tok)
+                m = g.matcher()
+                assert m.accept_bytes(("[" + ", ".join(item(i) for i in range(n))).encode())
+                times: list[float] = []
+                for nxt in nexts:
+                    c = m.copy()
+                    assert c.accept_bytes(nxt)
+                    for _ in range(rounds):
+                        t0 = time.thread_time()
+                        c.fill_next_token_bitmask(mask, 0)
+                        times.append(time.thread_time() - t0)
+                line.append(f"median {1e6 * statistics.median(times):.0f} / max {1e6 * max(times):.0f}")
+            print(f"  {name:<9} n={n:<4} {line[0]:<24} -> {line[1]} us")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", type=Path, default=DATA / "JSON-Schema-Test-Suite" / "tests" / "draft2020-12")
@@ -214,6 +248,7 @@ def main() -> int:
     if args.bench.is_dir() and not args.masks_only:
         bench_sets(tok, args.bench, args.limit)
     masks(tok, args.walks)
+    filled(tok, 5)
     set_mode("after")
     return 0
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "compile_times.hpp"
+#include "distinct.hpp"
 #include "regex_parser.hpp"
 
 namespace corral {
@@ -85,6 +86,29 @@ ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, con
     return {ProbeResult::Kind::Empty, 0};
   } catch (const LimitExceeded&) {
     return {ProbeResult::Kind::TooBig, 0};
+  }
+}
+
+int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
+  Limits l = limits;
+  l.max_dfa_states = max_states;
+  Budget budget(l.max_compile_ms);
+  std::string text = "root ::= ";
+  text.append(rhs);
+  text += "\n";
+  GrammarAst ast = parse_grammar_text(text, "root", l);  // malformed text: CompileError
+  try {
+    Grammar g = lower_grammar(ast, l, budget);
+    const Terminal* only = nullptr;
+    for (const Terminal& t : g.terminals) {
+      if (t.is_token || t.is_slot || only != nullptr) return 0;
+      only = &t;
+    }
+    return only != nullptr && every_prefix_open_ended(only->dfa) ? 1 : 0;
+  } catch (const EmptyLanguageError&) {
+    return 0;
+  } catch (const LimitExceeded&) {
+    return -1;
   }
 }
 

@@ -32,6 +32,13 @@ struct ProbeResult {
 /// another of `limits`). Needs no vocabulary. Malformed text still throws CompileError.
 ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, const Limits& limits);
 
+/// For one regular expression (as probe_expression takes it) that lowers to one terminal:
+/// 1 when every prefix of a word in its language has infinitely many accepted continuations
+/// (distinct.hpp, every_prefix_open_ended), 0 when not (or it lowers to several terminals, or
+/// is empty), -1 past `max_states` or another limit. The JSON Schema converter asks before it
+/// makes a string item with a pattern or format a distinct group.
+int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits);
+
 /// Compile `pattern` as compile_regex would, up to its automaton and without a vocabulary:
 /// throws CompileError for what the engine cannot compile (syntax, lookaround, backreferences,
 /// an empty language) and LimitExceeded past a limit. The converter checks every JSON Schema

@@ -164,11 +164,76 @@ ValueHash value_hash(std::string_view text) {
   return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
 }
 
+bool every_prefix_open_ended(const Dfa& d) {
+  const std::uint32_t n = d.num_states();
+  if (n == 0) return false;
+  std::vector<std::vector<std::uint32_t>> succ(n), pred(n);
+  for (std::uint32_t s = 0; s < n; ++s)
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
+      if (t < 0) continue;
+      const auto u = static_cast<std::uint32_t>(t);
+      if (succ[s].empty() || succ[s].back() != u) succ[s].push_back(u);
+      pred[u].push_back(s);
+    }
+  for (auto& v : succ) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  auto flood = [&](std::vector<std::uint32_t> todo, const std::vector<std::vector<std::uint32_t>>& edges,
+                   const std::vector<char>* within) {
+    std::vector<char> seen(n, 0);
+    for (std::uint32_t s : todo) seen[s] = 1;
+    while (!todo.empty()) {
+      const std::uint32_t s = todo.back();
+      todo.pop_back();
+      for (std::uint32_t t : edges[s])
+        if (!seen[t] && (within == nullptr || (*within)[t])) {
+          seen[t] = 1;
+          todo.push_back(t);
+        }
+    }
+    return seen;
+  };
+  std::vector<std::uint32_t> finals;
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (d.accepting(static_cast<std::int32_t>(s))) finals.push_back(s);
+  if (d.empty_language()) return false;
+  const auto start = static_cast<std::uint32_t>(d.start());
+  const std::vector<char> reach = flood({start}, succ, nullptr);
+  const std::vector<char> coreach = flood(finals, pred, nullptr);
+  std::vector<char> live(n, 0);
+  for (std::uint32_t s = 0; s < n; ++s) live[s] = reach[s] && coreach[s];
+  if (!live[start]) return false;
+  // Live states on a cycle of live states: those that reach themselves within the live part.
+  std::vector<std::uint32_t> cyclic;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (!live[s]) continue;
+    std::vector<std::uint32_t> next;
+    for (std::uint32_t t : succ[s])
+      if (live[t]) next.push_back(t);
+    if (flood(next, succ, &live)[s]) cyclic.push_back(s);
+  }
+  const std::vector<char> to_cycle = flood(cyclic, pred, &live);
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (live[s] && !to_cycle[s]) return false;
+  return true;
+}
+
 bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   if (!v.known()) return false;
-  for (std::uint32_t s = set; s != 0; s = entries[s].parent)
-    if (entries[s].value == v) return true;
-  return false;
+  constexpr std::uint32_t kIndexFrom = 32;  // below this a walk is as fast as a lookup
+  if (entries[set].count < kIndexFrom) {
+    for (std::uint32_t s = set; s != 0; s = entries[s].parent)
+      if (entries[s].value == v) return true;
+    return false;
+  }
+  if (memo_set_ != set) {
+    forget();
+    for (std::uint32_t s = set; s != 0; s = entries[s].parent) memo_.insert(entries[s].value);
+    memo_set_ = set;
+  }
+  return memo_.count(v) != 0;
 }
 
 std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v) {
@@ -231,9 +296,22 @@ std::string distinct_completion(EarleyParser& p, std::size_t cap) {
 }
 
 DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas, const Vocabulary& vocab) {
-  // A byte "closes" an item when it takes the last terminal of an item production into an
-  // accepting state; an item that does not end with a terminal makes every byte closing.
-  std::array<bool, 256> closing{};
+  // Where inside a token can the parser (checking on) refuse what the cached mask (checking off)
+  // allows? Only where an item closes with a held value and the parse then needs the group to
+  // go past it: the last terminal of an item production reaches an accepting state on byte b
+  // and either the token ends there with a state that reads nothing more (a sink: the item is
+  // dropped), or the token's next byte c cannot continue the terminal (the item must have ended
+  // there). A close the terminal can extend at the token's end is no refusal yet: the item
+  // stays live ("15" with 15 held may become "150"), and the next step's frontier, built with
+  // checking on, already lacks what would follow a refused value. These byte-level facts over
+  // every state over-approximate the events, so the correction still replays every token that
+  // could be refused. An item that does not end with a terminal makes every byte an event.
+  std::array<bool, 256> at_end{};
+  std::vector<bool> then(256 * 256, false);  // then[b * 256 + c]: b closes, c cannot continue
+  auto all = [&] {
+    at_end.fill(true);
+    then.assign(then.size(), true);
+  };
   for (const KeyedGroup& kg : g.keyed) {
     if (!kg.distinct()) continue;
     // (open_values also needs the separator to be terminals only: inside it, the group's own
@@ -246,23 +324,48 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
       const Symbol last = g.rhs_flat[g.rhs_begin[pr + 1] - 1];
       simple_ = simple_ && g.rhs_len(pr) == 1;
       if (!last.is_terminal() || g.terminals[static_cast<std::size_t>(last.index())].is_token) {
-        closing.fill(true);
+        all();
         simple_ = false;
         continue;
       }
       const Dfa& d = *dfas[last.index()];
+      // The byte pairs suffice only when the terminal cannot leave its accepting states once in
+      // them (digits after digits; a closing quote reads nothing more): then an item that went
+      // on past a close dies only at a later close-then-stop pair. Otherwise (`a|abc`) it may
+      // die later at a non-accepting state, so every close is an event wherever it is.
+      bool closed = true;
+      for (std::uint32_t s = 0; s < d.num_states() && closed; ++s)
+        for (int c = 0; c < 256 && closed; ++c) {
+          const std::int32_t n = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(c));
+          closed = !d.accepting(static_cast<std::int32_t>(s)) || n < 0 || d.accepting(n);
+        }
       for (std::uint32_t s = 0; s < d.num_states(); ++s)
         for (int b = 0; b < 256; ++b) {
           const std::int32_t n = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
-          if (n >= 0 && d.accepting(n)) closing[static_cast<std::size_t>(b)] = true;
+          if (n < 0 || !d.accepting(n)) continue;
+          bool sink = true;
+          for (int c = 0; c < 256; ++c) {
+            const bool goes_on = d.next(n, static_cast<std::uint8_t>(c)) >= 0;
+            sink = sink && !goes_on;
+            if (!goes_on || !closed) then[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+          }
+          if (sink || !closed) at_end[static_cast<std::size_t>(b)] = true;
         }
     }
   }
   for (std::uint32_t t = 0; t < vocab.size(); ++t) {
     const auto id = static_cast<std::int32_t>(t);
     if (vocab.is_special(id)) continue;
+    const std::string_view bytes = vocab.bytes(id);
     std::size_t n = 0;
-    for (char c : vocab.bytes(id)) n += closing[static_cast<std::uint8_t>(c)] ? 1 : 0;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      const auto b = static_cast<std::uint8_t>(bytes[i]);
+      if (i + 1 == bytes.size()) {
+        n += at_end[b] ? 1 : 0;
+      } else {
+        n += then[static_cast<std::size_t>(b) * 256 + static_cast<std::uint8_t>(bytes[i + 1])] ? 1 : 0;
+      }
+    }
     if (n >= 1) one_.push_back(id);
     if (n >= 2) two_.push_back(id);
   }

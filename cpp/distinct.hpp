@@ -1,5 +1,5 @@
 // distinct.hpp — groups of pairwise distinct items drawn from an unbounded language: JSON arrays
-// of free strings under `uniqueItems`.
+// of free strings or integers under `uniqueItems`.
 //
 // Grammar text: `D ::= %distinct{min,max}(sep; item)` (`{min,}` has no upper bound, no braces
 // means `{1,}`) — one or more items separated by `sep`, at least `min` and at most `max` of
@@ -23,13 +23,18 @@
 // Masks: the frontier masks are cached per lexical state and cannot know the text of an item, so
 // the matcher computes them with checking OFF (the parser then counts items but compares
 // nothing; the mask memo's signatures hash only the count) and then applies DistinctCorrection:
-// every allowed token that contains a byte able to close an item (precomputed per matcher from
-// the vocabulary) is replayed through the parser with checking ON, and dropped when the parser
-// refuses it. Exactness relies on the item language having, from every open item prefix,
-// infinitely many values (true of a JSON string without maxLength/pattern/format: a character
-// can always be appended), so a refused close is the only way to a dead end; the JSON Schema
-// converter only writes `%distinct` for such items and with a finite maxItems
-// (grammar/json_schema/unique_items.py), which bounds the memory.
+// every allowed token in which the parser could refuse a close (precomputed per matcher from the
+// vocabulary: a byte that closes an item where the token ends and the item can read nothing
+// more, or a close followed in the token by a byte that cannot continue the item; for an item
+// terminal that can leave its accepting states, any close) is replayed through the parser with
+// checking ON, and dropped when the parser refuses it. A close the item can extend at the
+// token's end is no refusal yet ("15" with 15 held may become "150"), so digit tokens inside an
+// integer are not replayed. Exactness relies on the item language having, from every open item
+// prefix, infinitely many values (true of a JSON string without maxLength/pattern/format: a
+// character can always be appended; of canonical integers without an upper bound), so a
+// refused close is the only way to a dead end; the JSON Schema converter only writes
+// `%distinct` for such items and with a finite max (grammar/json_schema/unique_items.py: at
+// most SchemaOptions.max_unique_items), which bounds the memory.
 // Completions: distinct_completion repairs the parser's shortest completion wherever it would
 // close a duplicate, by writing the smallest other allowed byte first (inside a string: a space).
 #pragma once
@@ -37,6 +42,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar.hpp"
@@ -65,18 +71,44 @@ struct ValueSets {
   };
   std::vector<Entry> entries{Entry{}};
 
-  void clear() { entries.resize(1); }
+  void clear() {
+    entries.resize(1);
+    forget();
+  }
   std::size_t size() const { return entries.size(); }
   /// Forget the sets created after size() was n (the caller drops every item that names them).
-  void truncate(std::size_t n) { entries.resize(n); }
+  void truncate(std::size_t n) {
+    entries.resize(n);
+    if (memo_set_ >= n) forget();
+  }
   std::uint32_t count(std::uint32_t set) const { return entries[set].count; }
-  /// Does `set` hold `v` (a known value)? O(count).
+  /// Does `set` hold `v` (a known value)? O(count) for a small set; a large one is indexed once
+  /// and then answers in O(1) while it is the set asked about (a mask's correction asks about
+  /// the same open array for every token it replays).
   bool has(std::uint32_t set, const ValueHash& v) const;
   /// set + {v} (v may be unknown: counted, never matched).
   std::uint32_t with(std::uint32_t set, const ValueHash& v);
   /// What parser-state signatures hash: the count only (masks are computed with checking off).
   std::uint64_t signature(std::uint32_t set) const;
+
+ private:
+  struct HashOf {
+    std::size_t operator()(const ValueHash& v) const { return static_cast<std::size_t>(v.h1 ^ (v.h2 * 0x9E3779B97F4A7C15ull)); }
+  };
+  void forget() const {
+    memo_set_ = 0;
+    memo_.clear();
+  }
+  // The values of one large set (memo_set_; 0: none), a cache: sets never change once made.
+  mutable std::uint32_t memo_set_ = 0;
+  mutable std::unordered_set<ValueHash, HashOf> memo_;
 };
+
+/// Does every live state of `d` (reachable, and able to reach acceptance) have infinitely many
+/// accepted continuations, i.e. reach a cycle of live states? Then no prefix of an item in that
+/// language has only finitely many values, the condition under which a distinct group's mask is
+/// exact (see the header comment). False for an empty or finite language.
+bool every_prefix_open_ended(const Dfa& d);
 
 /// The most remembered values of one group the parser accepts (LimitExceeded past it); the
 /// converter only writes groups whose maxItems is at most this.
@@ -96,14 +128,14 @@ std::string distinct_completion(EarleyParser& p, std::size_t cap);
 /// The history-dependent part of a mask inside distinct groups (see the header comment).
 class DistinctCorrection {
  public:
-  /// Precomputes, per token, how many bytes it holds that can close an item of some group.
+  /// Precomputes, per token, how many places it has where the parser could refuse a close.
   DistinctCorrection(const Grammar& g, const Dfa* const* dfas, const Vocabulary& vocab);
   /// Clear from `row` every allowed token the parser (in checking mode) refuses.
   /// Read-only: one correction is shared by a matcher's copies, which may run on several threads.
   void apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const;
 
  private:
-  std::vector<std::int32_t> one_;  // tokens with at least one closing byte
+  std::vector<std::int32_t> one_;  // tokens with at least one place a close could be refused
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
   bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
 };

@@ -334,6 +334,16 @@ NB_MODULE(_core, m) {
         "rhs"_a, "max_states"_a, "limits"_a,
         "DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or "
         "another limit). Raises CompileError for malformed text.");
+  m.def("probe_open_ended",
+        [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          return probe_open_ended(rhs, max_states, l);
+        },
+        "rhs"_a, "max_states"_a, "limits"_a,
+        "1 when the one terminal of a regular grammar expression has infinitely many "
+        "continuations after every live prefix, 0 when not (or several terminals, or empty), -1 "
+        "over max_states (or another limit). Raises CompileError for malformed text.");
   m.def("compile_times",
         []() {
           const CompileTimes& t = compile_times();

@@ -69,6 +69,39 @@ TEST(distinct_value_sets) {
   EXPECT_EQ(vs.size(), 2u);
 }
 
+TEST(distinct_value_sets_index_large_sets) {
+  // From 32 values a set answers from an index built once; truncating past it forgets it.
+  ValueSets vs;
+  std::vector<std::uint32_t> chain{0};
+  for (int i = 0; i < 100; ++i) chain.push_back(vs.with(chain.back(), value_hash("\"v" + std::to_string(i) + "\"")));
+  const std::uint32_t top = chain.back();
+  for (int i = 0; i < 100; ++i) EXPECT(vs.has(top, value_hash("\"v" + std::to_string(i) + "\"")));
+  EXPECT(!vs.has(top, value_hash("\"v100\"")) && !vs.has(top, value_hash("\"w0\"")));
+  EXPECT(vs.has(chain[40], value_hash("\"v39\"")) && !vs.has(chain[40], value_hash("\"v40\"")));
+  EXPECT(vs.has(top, value_hash("\"v99\"")));  // back to the first set: rebuilt
+  // Drop the sets past 50 values and grow another branch at the same ids.
+  vs.truncate(chain[50] + 1);
+  std::uint32_t other = chain[50];
+  for (int i = 0; i < 30; ++i) other = vs.with(other, value_hash("\"x" + std::to_string(i) + "\""));
+  EXPECT(vs.has(other, value_hash("\"x29\"")) && vs.has(other, value_hash("\"v49\"")));
+  EXPECT(!vs.has(other, value_hash("\"v50\"")) && !vs.has(other, value_hash("\"v99\"")));
+  ValueSets copy = vs;  // a matcher copy carries the index along
+  EXPECT(copy.has(other, value_hash("\"x0\"")) && !copy.has(other, value_hash("\"v60\"")));
+}
+
+TEST(distinct_open_ended_probe) {
+  const Limits l{};
+  EXPECT_EQ(probe_open_ended("/[a-z]+/j", 6000, l), 1);
+  EXPECT_EQ(probe_open_ended("/x[0-9]{2}(y+)?/j", 6000, l), 1);
+  EXPECT_EQ(probe_open_ended("/(?s:.)*/j", 6000, l), 1);
+  EXPECT_EQ(probe_open_ended("/[ab]/j", 6000, l), 0);
+  EXPECT_EQ(probe_open_ended("/ab|a+/j", 6000, l), 0);
+  EXPECT_EQ(probe_open_ended("/[a-z]+\\n?/j", 6000, l), 0);
+  EXPECT_EQ(probe_open_ended("/[a-z]+/j & /(?s:.){0,10}/j", 6000, l), 0);
+  EXPECT_EQ(probe_open_ended("/a/j - /a/j", 6000, l), 0);  // empty
+  EXPECT_EQ(probe_open_ended("/(?s:.){300}(?s:.)*/j", 3, l), -1);
+}
+
 TEST(distinct_language) {
   auto g = compile_grammar(kDistinct, "root", distinct_vocab(), Limits{});
   const std::vector<std::pair<std::string, bool>> cases = {

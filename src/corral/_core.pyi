@@ -149,6 +149,11 @@ def probe_expression(rhs: str, max_states: int, limits: dict) -> int:
     DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or another limit). Raises CompileError for malformed text.
     """
 
+def probe_open_ended(rhs: str, max_states: int, limits: dict) -> int:
+    """
+    1 when the one terminal of a regular grammar expression has infinitely many continuations after every live prefix, 0 when not (or several terminals, or empty), -1 over max_states (or another limit). Raises CompileError for malformed text.
+    """
+
 def compile_times() -> dict[str, float]:
     """
     The calling thread's cumulative compile-stage times in ms (parse, lower without automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks take differences around a call.

@@ -29,6 +29,7 @@ __all__ = [
     "error_types",
     "fill_next_token_bitmasks",
     "probe_expression",
+    "probe_open_ended",
     "set_compile_clock",
     "set_mask_fast_paths",
 ]
@@ -65,6 +66,10 @@ default_limits = _core.default_limits
 #: (grammar right-hand side, max DFA states, limits) -> states (> 0), 0 (empty language) or -1
 #: (over max_states or another limit); CompileError for malformed text. No vocabulary needed.
 probe_expression = _core.probe_expression
+#: (grammar right-hand side, max DFA states, limits) -> 1 when its one terminal has infinitely
+#: many continuations after every live prefix, 0 when not (or several terminals, or empty), -1
+#: over max_states or another limit; CompileError for malformed text (distinct groups).
+probe_open_ended = _core.probe_open_ended
 #: (pattern, limits): CompileError / LimitExceeded if compile_regex could not compile it.
 check_regex = _core.check_regex
 #: () -> (name, parent, code) of every engine error type (each twinned in corral.errors).

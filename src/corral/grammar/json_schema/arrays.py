@@ -1,7 +1,7 @@
 """Arrays: ``prefixItems``/``items`` (and draft-07 array ``items``/``additionalItems``),
 ``minItems``/``maxItems``, ``contains`` with ``minContains``/``maxContains``, and
 ``uniqueItems`` (unique_items.py: in the mask for small finite item sets and for free strings
-with a small maxItems).
+and integers).
 
 In:  a schema's array keywords.
 Out: the grammar of the array: positions in order, each a child rule one container level
@@ -24,7 +24,7 @@ from typing import Any
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar.containers import FIRST, NONEMPTY, ArrayItems, TooManyStates
 from corral.grammar.json_schema.composition import _complement
-from corral.grammar.json_schema.unique_items import MAX_REMEMBERED_ITEMS, UniqueItemsMixin
+from corral.grammar.json_schema.unique_items import UniqueItemsMixin
 from corral.grammar.json_schema.util import _count, _NoValue, _ptr
 
 
@@ -52,15 +52,15 @@ class ArraysMixin(UniqueItemsMixin):
             # uniqueItems: in the mask when the items come from a small finite set (unique_items).
             plain = bool(prefix) or "contains" in schema or items is False
             body = None if plain else self.unique_array(schema, pointer, items, lo, hi)
-            if body is None and not plain:  # free strings with a small maxItems (unique_items)
+            if body is None and not plain:  # free strings and integers (unique_items)
                 body = self.distinct_array(schema, pointer, items, lo, hi)
             if body is not None:
                 return body
             detail = (
                 "with prefixItems or contains"
                 if plain
-                else "the items are neither a small finite set of values nor free strings with a maxItems"
-                f" of at most {MAX_REMEMBERED_ITEMS}"
+                else "the items are neither a small finite set of values nor free strings (or open-ended"
+                f" patterns) or integers (max_unique_items {self.opt.max_unique_items})"
             )
             self.cannot_enforce(
                 _ptr(pointer, "uniqueItems"), "uniqueItems", f"checked after decoding ({detail})"

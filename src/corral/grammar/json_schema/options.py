@@ -9,7 +9,9 @@ Invariants: an options object that exists is valid (``__post_init__`` raises ``V
 naming the field otherwise); every budget has a default that reproduces the converter's
 historical behaviour, and raising or lowering one only moves keywords between "enforced" and
 "checked after decoding" (or, for ``max_convert_ms``, makes conversion fail with
-``LimitExceeded``) — it never changes what an enforced keyword means.
+``LimitExceeded``) — it never changes what an enforced keyword means. One exception, stated in
+the report: ``max_unique_items`` caps the length of a unique array that has no smaller
+``maxItems`` (a narrower language, never a wider one).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _BUDGET_RANGES: dict[str, tuple[int, int | None]] = {
     "max_key_patterns": (0, 12),
     "max_named_keys": (0, None),
     "max_machine_states": (1, None),
+    "max_unique_items": (0, 4096),
     "pretty_max_depth": (0, 1024),
     "max_schema_depth": (1, 512),
 }
@@ -116,6 +119,16 @@ class SchemaOptions:
         array items counted for ``contains``. Grammar size and Earley work grow with it. Over
         it: the keyword is checked after decoding (for objects, dependencies first, then the
         counts).
+    max_unique_items : int
+        Most items a ``uniqueItems`` array of free values (strings with at most a
+        ``minLength``, integers without an upper bound) may hold while the matcher
+        enforces uniqueness (default 256, at most 4,096): the matcher remembers a 24-byte hash
+        of each item it closed, and each mask inside such an array replays the tokens that
+        could close a repeat. An array whose ``maxItems`` is at most this is enforced exactly.
+        One without ``maxItems``, or with a larger one, is enforced *and capped* at
+        ``max_unique_items`` items: the mask closes the array there (the report's
+        ``uniqueItems`` entry says so), so no valid output past the cap is generated or
+        accepted. ``0``: such arrays keep ``uniqueItems`` checked after decoding.
     pretty_max_depth : int
         Container depth up to which ``whitespace="pretty"`` writes the exact indentation
         (default 32). Each depth needs its own copy of every rule below it (the indentation is
@@ -150,6 +163,7 @@ class SchemaOptions:
     max_key_patterns: int = 4
     max_named_keys: int = 16
     max_machine_states: int = 5000
+    max_unique_items: int = 256
     pretty_max_depth: int = 32
     max_schema_depth: int = 128
     max_convert_ms: int | None = 5000

@@ -15,22 +15,39 @@ does). Values are told apart by JSON equality (``1``, ``1.0`` and ``1e0`` are on
 every spelling of that value, so the members' languages are disjoint and a duplicate can never
 hide behind another spelling.
 
-Free strings (``distinct_array``): items ``{"type": "string"}``, with at most a ``minLength``
-beside it, and a ``maxItems`` of at most ``MAX_REMEMBERED_ITEMS``, become one distinct group
-(``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a 128-bit hash of
-each closed item's value (after unescaping) and refuses the tokens that would close an equal one.
-Why only those strings: a dead end is impossible only when every open item can still become
-infinitely many values — a string with ``maxLength``, ``pattern`` or ``format`` may have few
-(``maxLength: 1``, ``pattern: ^[ab]$``): those stay in the report unless they are a small enum
-(the finite path above). Why ``maxItems``: it bounds what the matcher remembers (24 bytes an
-item), decided before decoding; without it the keyword stays in the report.
+Free values (``distinct_array``): items that are free strings (``{"type": "string"}``, with at
+most a ``minLength``), strings whose ``pattern``/``format`` the engine proves open-ended
+(``open_string_item``: every live prefix of the content automaton reaches a cycle, so it has
+infinitely many continuations: ``^[a-z]+``, not ``^[ab]$``, nor ``^[a-z]+$`` whose Python ``$``
+allows a final newline that ends the item) or integers (no upper bound; lower bounds at or above
+0) become one distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a
+128-bit hash of each closed item's value (strings after unescaping, integers by value; corral
+writes integers canonically, corral.grammar.numbers) and refuses the tokens that would close an
+equal one. Why only those: the mask is exact only when every open item can still become
+infinitely many values, so that a refused close is the only dead end. A string with
+``maxLength``, or a ``pattern``/``format`` the probe cannot prove open-ended, may have few
+(``maxLength: 1``, ``pattern: ^[ab]$``, ``format: date``),
+and so may an integer below a ``maximum`` or above a negative ``minimum`` (``-1`` under
+``minimum: -20``): those stay in the report unless they are a small enum (the finite path
+above). Numbers with fractions or exponents stay in the report too: validators compare them as
+parsed doubles (``[0.1, 0.10000000000000001]`` repeats for Python's ``jsonschema``, not for
+exact decimals), and under double equality a prefix like ``1.0000000000000000`` (every
+completion is 1.0 unless an exponent follows) or ``1e30`` (a dozen doubles) has finitely many
+values — a dead end the per-close check cannot see.
+
+How long: the matcher's memory (24 bytes an item) and the mask's correction grow with the
+items, so ``SchemaOptions.max_unique_items`` (default ``MAX_REMEMBERED_ITEMS``, 256) bounds
+them. A ``maxItems`` at most that is enforced exactly; an array without ``maxItems`` (the common
+case) or with a larger one is enforced and capped at ``max_unique_items`` items (the mask closes
+the array there; the report's detail says so), and ``max_unique_items=0`` keeps such arrays
+checked after decoding. A ``minItems`` over the cap keeps the keyword in the report.
 
 Bounds: at most ``MAX_UNIQUE_VALUES`` (32) distinct values: the matcher's per-array set is a
 bitset of that many bits and the grammar has two productions per value, but what sets the cap is
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
 cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
-64 give 15 ms, 101 give 34 ms). Past the cap, for infinite item
-sets (``type: string``, unbounded numbers, objects that are not enum values) and with
+64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values), for other
+infinite item sets (objects that are not enum values, bounded strings, numbers) and with
 ``prefixItems`` or ``contains``, the keyword stays in the report as checked after decoding —
 never silently unenforced.
 """
@@ -42,6 +59,7 @@ import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from corral import errors as corral_errors
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _ANNOTATIONS, _NUMBER_KEYS, _STRING_KEYS
@@ -49,10 +67,14 @@ from corral.grammar.json_schema.util import _NoValue, _ptr
 
 #: The most distinct item values a unique array is enforced for (see the module docstring).
 MAX_UNIQUE_VALUES = 32
-#: The largest maxItems of a free-string unique array enforced in the mask (distinct_array).
+#: The default of ``SchemaOptions.max_unique_items``: the most items a distinct group remembers.
 MAX_REMEMBERED_ITEMS = 256
 # Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
 _FREE_STRING = frozenset({"type", "minLength"})
+# ... of a string whose pattern/format the engine proves open-ended (open_string_item).
+_OPEN_STRING = frozenset({"type", "minLength", "pattern", "format"})
+# ... of an integer (lower bounds at or above 0 only: no prefix then has finitely many values).
+_FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
 # Item-schema keywords that only filter a finite value set (anything else: not handled here).
 _FILTERS = frozenset({"enum", "const", "type", *_NUMBER_KEYS, *_STRING_KEYS})
 # Bounded integer ranges wider than this are not enumerated.
@@ -169,37 +191,78 @@ class UniqueItemsMixin(ConverterCore):
             f"{n} distinct item values, kept by the matcher",
         )  # fmt: skip
 
+    def distinct_item(self, items: Any, where: str) -> tuple[str, str] | None:
+        """The item rule of a distinct group and what its items are, for item schemas from whose
+        every open prefix infinitely many values remain (see the module docstring); None for
+        any other item schema."""
+        s = self.deref(items, where)
+        if not isinstance(s, dict):
+            return None
+        keys = set(s) - _ANNOTATIONS
+        kind = s.get("type")
+        if isinstance(kind, list) and len(kind) == 1:
+            kind = kind[0]
+        if kind == "string" and keys <= _FREE_STRING:
+            n = s.get("minLength", 0)
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.opt.max_counted_length:
+                return None
+            return self.child_rule(items, where), "free strings"
+        if kind == "string" and keys <= _OPEN_STRING:
+            return self.open_string_item(items, where)
+        if kind == "integer" and keys <= _FREE_INTEGER:
+            # A lower bound at or above 0 keeps every prefix open-ended (digits can always be
+            # appended); a negative one or an upper bound makes prefixes like "-1" finite.
+            for k in keys - {"type"}:
+                b = s[k]
+                if isinstance(b, bool) or not isinstance(b, (int, float)) or not (0 <= b < math.inf):
+                    return None
+            return self.child_rule(items, where), "integers"
+        return None
+
+    def open_string_item(self, items: Any, where: str) -> tuple[str, str] | None:
+        """A string item with a ``pattern``/``format`` (no ``maxLength``) whose language has
+        infinitely many continuations after every live prefix (``[a-z]+``, not ``^[ab]$`` nor a
+        ``$``-anchored one: Python's ``$`` also allows one final newline, after which nothing
+        may follow): the item rule, or None. The engine decides on the very content automaton
+        the rule uses (``probe_open_ended``); the attempt leaves no trace when it fails."""
+        from corral import _native
+
+        saved = self.snapshot()
+        item = self.child_rule(items, where)
+        body = self.rules.get(item, "")
+        quote = '"\\""'
+        inner = body[len(quote) + 1 : -len(quote) - 1].strip()
+        quoted = body.startswith(quote + " ") and body.endswith(" " + quote)
+        if not quoted or not inner.startswith(("/", "(")):
+            self.restore(saved)
+            return None
+        try:
+            open_ended = _native.probe_open_ended(inner, self.opt.max_product_states, {}) == 1
+        except corral_errors.CompileError:
+            open_ended = False
+        if not open_ended:
+            self.restore(saved)
+            return None
+        return item, "strings with infinitely many continuations after every prefix"
+
     def distinct_array(
         self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
     ) -> str | None:
-        """The array as a distinct group when its items are free strings and maxItems is at most
-        MAX_REMEMBERED_ITEMS (see the module docstring); None otherwise."""
-        where = _ptr(pointer, "items")
-        s = self.deref(items, where)
-        if (
-            not isinstance(s, dict)
-            or not set(s) - _ANNOTATIONS <= _FREE_STRING
-            or s.get("type")
-            not in (
-                "string",
-                ["string"],
-            )
-        ):
+        """The array as a distinct group when its items are free values (distinct_item): exact
+        when maxItems is at most ``max_unique_items``, else capped there; None otherwise (also
+        when minItems is over the cap)."""
+        cap = self.opt.max_unique_items
+        if hi == 0 or cap == 0 or lo > cap:
             return None
-        min_length = s.get("minLength", 0)
-        if (
-            isinstance(min_length, bool)
-            or not isinstance(min_length, int)
-            or not (0 <= min_length <= self.opt.max_counted_length)
-        ):
+        found = self.distinct_item(items, _ptr(pointer, "items"))
+        if found is None:
             return None
-        if hi is None or hi > MAX_REMEMBERED_ITEMS or hi == 0:
-            return None
-        item = self.child_rule(items, where)
-        return self._group_array(
-            schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo,
-            "free strings, kept distinct by the matcher (it remembers each closed item)",
-        )  # fmt: skip
+        item, what = found
+        detail = f"{what}, kept distinct by the matcher (it remembers each closed item)"
+        if hi is None or hi > cap:
+            detail += f"; capped at {cap} items (max_unique_items): the mask closes the array there"
+            hi = cap
+        return self._group_array(schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo, detail)
 
     def _group_array(
         self, schema: dict[str, Any], pointer: str, kind: str, counts: str, body: str, lo: int, detail: str
