@@ -361,11 +361,24 @@ class FiniteBuilder {
     if (cs.empty()) return -1;
     std::vector<Utf8Seq> seqs;
     for (const auto& r : cs.ranges()) utf8_sequences(r.lo, r.hi, seqs);
-    // Merging the sequences' first bytes below is quadratic in their number: a class of many
+    // Sequences come in code point order, so their first-byte ranges are sorted: when no two
+    // share a first byte (a class of ASCII ranges, such as "none of these first letters"),
+    // they are the state's edges as they are.
+    bool overlap = false;
+    for (std::size_t i = 1; i < seqs.size() && !overlap; ++i) overlap = seqs[i].lo[0] <= seqs[i - 1].hi[0];
+    std::vector<Edge> top;
+    if (!overlap) {
+      for (const Utf8Seq& q : seqs) {
+        std::int32_t s = t;
+        for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
+        top.push_back(Edge{q.lo[0], q.hi[0], s});
+      }
+      return intern(false, std::move(top));
+    }
+    // Otherwise merging the first bytes below is quadratic in their number: a class of many
     // ranges (Unicode `\d`, `\w`) repeated 200 times cost more than the pipeline in Debug
     // builds. Those trees keep the pipeline; any character (11 sequences) stays here.
     if (seqs.size() > kMaxSequences) throw Bail{};
-    std::vector<Edge> top;
     for (const Utf8Seq& q : seqs) {
       std::int32_t s = t;
       for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
