@@ -203,6 +203,10 @@ TEST(finite_dfa_key_complements_equal_the_pipeline) {
   const NodePtr ws = parse_regex("[ \\t\\n\\r]{0,16}", lim);
   std::vector<std::vector<std::u32string>> sets = {
       {U"name"}, {U"name", U"age"}, {U"a", U"ab", U"abc"}, {U""}, {U"", U"x"}, {U"id", U"_id", U"$schema", U"a\"b"}};
+  // Names starting with every other letter: a first-letter class of more than 16 ranges.
+  std::vector<std::u32string> alternate;
+  for (char32_t c = 'a'; c <= 'z'; c += 2) alternate.push_back(std::u32string{c, U'x'}), alternate.push_back({c - 32});
+  sets.push_back(alternate);
   for (int i = 0; i < 40; ++i) {
     std::vector<std::u32string> names;
     const int count = 1 + static_cast<int>(rng() % 12);
