@@ -207,7 +207,7 @@ TEST(finite_dfa_key_complements_equal_the_pipeline) {
   std::vector<std::u32string> alternate;
   for (char32_t c = 'a'; c <= 'z'; c += 2) alternate.push_back(std::u32string{c, U'x'}), alternate.push_back({c - 32});
   sets.push_back(alternate);
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 24; ++i) {
     std::vector<std::u32string> names;
     const int count = 1 + static_cast<int>(rng() % 12);
     for (int j = 0; j < count; ++j) {
