@@ -4,8 +4,9 @@ What is measured
 ----------------
 Each terminal below (the shapes the JSON Schema converter writes: a declared key with the
 whitespace and colon after it, a key with escapes and non-ASCII, an enum of strings, counted
-strings, a pattern under ``maxLength``, and terminals with unbounded repetition that the direct
-construction of finite trees leaves to the general pipeline) is compiled to its minimal DFA by
+strings, a pattern under ``maxLength``, terminals with unbounded repetition, and the undeclared
+key beside declared ones: "none of these names", a trie with ``(?s:.)*`` exits, which the direct
+construction builds with its one cycle since session 7) is compiled to its minimal DFA by
 ``_native.probe_expression`` with the engine's process-wide memos emptied first
 (``clear_engine_caches``), so every run builds it from scratch. It prints the best of
 ``--repeat`` runs in process CPU time and the DFA's state count.
