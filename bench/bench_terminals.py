@@ -4,8 +4,9 @@ What is measured
 ----------------
 Each terminal below (the shapes the JSON Schema converter writes: a declared key with the
 whitespace and colon after it, a key with escapes and non-ASCII, an enum of strings, counted
-strings, a pattern under ``maxLength``, and terminals with unbounded repetition that the direct
-construction of finite trees leaves to the general pipeline) is compiled to its minimal DFA by
+strings, a pattern under ``maxLength``, terminals with unbounded repetition, and the undeclared
+key beside declared ones: "none of these names", a trie with ``(?s:.)*`` exits, which the direct
+construction builds with its one cycle since session 7) is compiled to its minimal DFA by
 ``_native.probe_expression`` with the engine's process-wide memos emptied first
 (``clear_engine_caches``), so every run builds it from scratch. It prints the best of
 ``--repeat`` runs in process CPU time and the DFA's state count.
@@ -28,6 +29,21 @@ from pathlib import Path
 from corral import _native
 
 WS = r"[ \t\n\r]{0,16}"
+NAMES = [
+    *("id name type description created_at updated_at status value enabled tags metadata url".split()),
+    *("version items properties required default title format pattern minimum maximum".split()),
+    *("apiVersion kind spec labels annotations namespace selector replicas template image".split()),
+    *("command args env ports volumeMounts resources limits requests".split()),
+]
+
+
+def _not_in(names: list[str]) -> str:
+    """The converter's regex for a string that is none of `names`."""
+    from corral.grammar.json_schema.patterns import _not_in_regex_of
+
+    return _not_in_regex_of(tuple(names))
+
+
 ENUM = "|".join(f"value_{i}" for i in range(20))
 TERMINALS: dict[str, str] = {
     "key": rf'"\"" /someLongPropertyName/j "\"" {WS} ":" {WS}',
@@ -40,6 +56,10 @@ TERMINALS: dict[str, str] = {
     "date (\\d{4}-\\d{2}-\\d{2})": r'"\"" /\d{4}-\d{2}-\d{2}/j "\""',
     "any string (unbounded)": r'"\"" /(?s:.)*/j "\""',
     "pattern ^[a-z]+$ (unbounded)": r'"\"" /[a-z]+/j "\""',
+    # An undeclared key beside declared ones (extra_properties="spec"): "none of these names",
+    # a trie with `(?s:.)*` exits, as json_schema/patterns.py writes it.
+    "undeclared key, 8 names": rf'"\"" /{_not_in(NAMES[:8])}/j "\"" {WS} ":" {WS}',
+    "undeclared key, 40 names": rf'"\"" /{_not_in(NAMES)}/j "\"" {WS} ":" {WS}',
 }
 
 

@@ -100,24 +100,28 @@ class FiniteBuilder {
  public:
   FiniteBuilder(std::size_t cap, const Budget& budget) : cap_(cap), budget_(budget) { slots_.assign(1024, -1); }
 
-  // Is the tree finite and free of algebra and rule references? (Its DAG, each node once.)
+  // Is the tree free of algebra and rule references, with every unbounded repetition of a
+  // finite kid and outside every other repetition? (Its DAG, each node once per context: under
+  // a repetition or not.) A star inside a counted kid would be copied by instantiate, which
+  // only copies acyclic templates.
   static bool eligible(const NodePtr& root) {
-    std::vector<const Node*> stack{root.get()};
-    std::unordered_set<const Node*> seen;
+    std::vector<std::pair<const Node*, bool>> stack{{root.get(), false}};
+    std::unordered_set<const Node*> seen[2];
     while (!stack.empty()) {
-      const Node* n = stack.back();
+      const auto [n, under_repeat] = stack.back();
       stack.pop_back();
-      if (!seen.insert(n).second) continue;
+      if (!seen[under_repeat].insert(n).second) continue;
       switch (n->kind) {
         case NodeKind::Empty:
         case NodeKind::Chars:
           break;
         case NodeKind::Repeat:
-          if (n->max == Node::kUnbounded) return false;
-          [[fallthrough]];
+          if (n->max == Node::kUnbounded && under_repeat) return false;
+          for (const auto& k : n->kids) stack.emplace_back(k.get(), true);
+          break;
         case NodeKind::Concat:
         case NodeKind::Alt:
-          for (const auto& k : n->kids) stack.push_back(k.get());
+          for (const auto& k : n->kids) stack.emplace_back(k.get(), under_repeat);
           break;
         default:
           return false;
@@ -152,6 +156,10 @@ class FiniteBuilder {
         break;
       }
       case NodeKind::Repeat: {
+        if (n->max == Node::kUnbounded) {
+          r = star(n, t);
+          break;
+        }
         // X{m,n} T = X^m (T ∪ X (T ∪ X (… T))) with n − m optional copies; each copy of X is
         // the template's states with the placeholder replaced, when X has a template.
         const Node* x = n->kids[0].get();
@@ -252,12 +260,16 @@ class FiniteBuilder {
     std::vector<std::int32_t> states;
   };
 
-  Template make_template(const Node* x) {
+  Template make_template(const Node* x, bool shared = false) {
     Template tpl;
-    const auto p = static_cast<std::int32_t>(acc_.size());
-    acc_.push_back(1);
-    hash_.push_back(0);
-    first_.push_back(static_cast<std::uint32_t>(edges_.size()));
+    std::int32_t p = shared ? star_placeholder_ : -1;
+    if (p < 0) {
+      p = static_cast<std::int32_t>(acc_.size());
+      acc_.push_back(1);
+      hash_.push_back(0);
+      first_.push_back(static_cast<std::uint32_t>(edges_.size()));
+      if (shared) star_placeholder_ = p;
+    }
     const std::int32_t start = build(x, p);
     if (start < 0 || start == p) return tpl;
     std::vector<std::int32_t> stack{start};
@@ -290,16 +302,83 @@ class FiniteBuilder {
     return remap_[static_cast<std::size_t>(tpl.start - tpl.placeholder)];
   }
 
+  // X{m,} T = X^m S with S = T ∪ X·S: the one cyclic part this path builds (see "Stars" in
+  // finite_dfa.hpp). X's template is built in front of the shared placeholder, so kids with
+  // one language have one template; S is registered as (accepting(T), X's first edges with P
+  // → S, T's edges), which needs X's and T's first bytes disjoint (no union to recurse into
+  // through the cycle), and X's other states copied with P → S. Only one (X, T) per tree:
+  // two different stars' states could have equal languages, which hash-consing would miss.
+  std::int32_t star(const Node* n, std::int32_t t) {
+    const Template tpl = make_template(n->kids[0].get(), /*shared=*/true);
+    if (tpl.start < 0) throw Bail{};  // X matches ε, is not prefix-free, or is empty
+    std::int32_t s;
+    if (star_state_ >= 0) {
+      if (star_tpl_ != tpl.start || star_tail_ != t) throw Bail{};
+      s = star_state_;
+    } else {
+      s = cycle(tpl, t);
+      star_tpl_ = tpl.start, star_tail_ = t, star_state_ = s;
+    }
+    for (std::uint32_t i = 0; i < n->min; ++i) s = instantiate(tpl, s);
+    return s;
+  }
+
+  // The state S = T ∪ X·S of star (its ids are fixed in advance: every copied state points
+  // into the copy, so none can equal a state already registered, and none equal each other).
+  std::int32_t cycle(const Template& tpl, std::int32_t t) {
+    const auto st = static_cast<std::size_t>(tpl.start), tt = static_cast<std::size_t>(t);
+    std::vector<Edge> xs(edges_.begin() + first_[st], edges_.begin() + first_[st + 1]);
+    const std::vector<Edge> ts(edges_.begin() + first_[tt], edges_.begin() + first_[tt + 1]);
+    for (const Edge& a : xs)
+      for (const Edge& b : ts)
+        if (a.lo <= b.hi && b.lo <= a.hi) throw Bail{};
+    const auto base = static_cast<std::int32_t>(acc_.size());
+    const auto s = static_cast<std::int32_t>(base + static_cast<std::int32_t>(tpl.states.size()) - 1);
+    remap_.assign(static_cast<std::size_t>(tpl.states.back() - tpl.placeholder) + 1, -1);
+    auto target = [&](std::int32_t to) {
+      if (to == tpl.placeholder) return s;
+      const std::int32_t r = remap_[static_cast<std::size_t>(to - tpl.placeholder)];
+      if (r < 0) throw Bail{};  // an edge back to X's start (never in a finite template)
+      return r;
+    };
+    std::int32_t next = base;
+    for (std::int32_t q : tpl.states) {
+      if (q == tpl.start) continue;
+      scratch_.clear();
+      for (std::uint32_t e = first_[static_cast<std::size_t>(q)]; e < first_[static_cast<std::size_t>(q) + 1]; ++e)
+        scratch_.push_back(Edge{edges_[e].lo, edges_[e].hi, target(edges_[e].to)});
+      if (intern_in_place(false, scratch_) != next) throw Bail{};
+      remap_[static_cast<std::size_t>(q - tpl.placeholder)] = next++;
+    }
+    for (Edge& e : xs) e.to = target(e.to);
+    const std::int32_t got = intern(acc_[tt] != 0, merge_edges(std::move(xs), ts));
+    if (got != s) throw Bail{};
+    return s;
+  }
+
   // The bytes of one character of `cs`, then t.
   std::int32_t chars(const CharSet& cs, std::int32_t t) {
     if (cs.empty()) return -1;
     std::vector<Utf8Seq> seqs;
     for (const auto& r : cs.ranges()) utf8_sequences(r.lo, r.hi, seqs);
-    // Merging the sequences' first bytes below is quadratic in their number: a class of many
+    // Sequences come in code point order, so their first-byte ranges are sorted: when no two
+    // share a first byte (a class of ASCII ranges, such as "none of these first letters"),
+    // they are the state's edges as they are.
+    bool overlap = false;
+    for (std::size_t i = 1; i < seqs.size() && !overlap; ++i) overlap = seqs[i].lo[0] <= seqs[i - 1].hi[0];
+    std::vector<Edge> top;
+    if (!overlap) {
+      for (const Utf8Seq& q : seqs) {
+        std::int32_t s = t;
+        for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
+        top.push_back(Edge{q.lo[0], q.hi[0], s});
+      }
+      return intern(false, std::move(top));
+    }
+    // Otherwise merging the first bytes below is quadratic in their number: a class of many
     // ranges (Unicode `\d`, `\w`) repeated 200 times cost more than the pipeline in Debug
     // builds. Those trees keep the pipeline; any character (11 sequences) stays here.
     if (seqs.size() > kMaxSequences) throw Bail{};
-    std::vector<Edge> top;
     for (const Utf8Seq& q : seqs) {
       std::int32_t s = t;
       for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
@@ -473,6 +552,8 @@ class FiniteBuilder {
   const std::size_t cap_;
   const Budget& budget_;
   std::uint32_t build_depth_ = 0, unite_depth_ = 0;
+  // star: the placeholder its templates share, and the one (X's template, T) → S built.
+  std::int32_t star_placeholder_ = -1, star_tpl_ = -1, star_tail_ = -1, star_state_ = -1;
   std::vector<std::uint8_t> acc_;
   std::vector<std::uint64_t> hash_;
   std::vector<std::uint32_t> first_{0};

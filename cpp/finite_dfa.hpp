@@ -1,10 +1,10 @@
 // finite_dfa.hpp — the minimal byte automaton of a *finite* regular tree, built directly.
 //
-// In:  a regular tree with no unbounded repetition and no `&`/`-` (so its language is finite):
+// In:  a regular tree with no unbounded repetition (but see "Stars") and no `&`/`-`:
 //      a declared key's JSON spellings `"name"` (every character raw, short-escaped or as
 //      `\uXXXX` in either case), the whitespace and punctuation around it, an enum of strings,
 //      a counted string `(?s:.){0,255}`.
-// Out: the minimal acyclic byte DFA of its language (UTF-8), as per-state accepting flags and
+// Out: the minimal byte DFA of its language (UTF-8; acyclic apart from a star), as per-state accepting flags and
 //      sorted byte-range edges, every state live, numbered breadth-first from the start (0) in
 //      byte order — or nothing, when the tree is outside that class or too big for this path;
 //      the caller then uses the general pipeline (NFA → subsets → Hopcroft, dfa.cpp).
@@ -19,6 +19,17 @@
 //      is hash-consed on (accepting, edges) after its successors exist, which for acyclic
 //      automata is minimisation (Revuz 1992): by induction on the longest word, two states with
 //      one language have equal flags and equal successors, so the same key.
+// Stars: unbounded repetitions X{m,} T, one (X, T) per tree, are built here too (the undeclared-key
+//      terminal: a trie of the declared names whose exits end in `(?s:.)*` before `"`), when
+//      X is finite, prefix-free and never empty-matching, it is under no other repetition, and
+//      X and T start with different bytes: S = T ∪ X·S is one state (T's flag, X's first edges
+//      into X's states copied with their end → S, T's edges). Minimality still holds: by
+//      induction on the rank of the strongly connected parts, any state outside the cycle
+//      with the language of another has equal flags and successors, so the same key; inside
+//      the cycle, S is the only state with T's edges, and two copies of X's states with one
+//      language have one residual at their first return to S, so one language in X's minimal
+//      template. A second, different star, or overlapping first bytes, take the pipeline
+//      (two cycles could share a language that hash-consing cannot see).
 // Invariants: the result is exact (the same language as the tree, hence isomorphic to the
 //      pipeline's minimal DFA); no LimitExceeded is raised that the pipeline would not raise
 //      for the same tree (it returns nothing instead when over its own work cap), apart from the
@@ -45,8 +56,9 @@ struct FiniteAutomaton {
   std::size_t size() const { return acc.size(); }
 };
 
-/// The minimal DFA of a finite tree built directly (see the file comment); an automaton with no
-/// states for the empty language; nothing when the tree has an unbounded repetition, `&`, `-`
+/// The minimal DFA of a finite tree (or one with a star, see the file comment) built directly;
+/// an automaton with no states for the empty language; nothing when the tree has an unbounded
+/// repetition other than one star as described, `&`, `-`
 /// or a rule reference, is over limits.max_nfa_states by estimate_nfa_size (the pipeline
 /// refuses it), is nested deeper than this path recurses, or needs more than 4 ×
 /// limits.max_dfa_states states along the way. Checks `budget` as it runs.

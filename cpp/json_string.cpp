@@ -247,27 +247,44 @@ class JsonStringBuilder {
   std::vector<NodePtr> surrogate_pairs(const Ranges& astral) {
     std::vector<NodePtr> out;
     if (astral.empty()) return out;
-    // Per high surrogate index (0..1023), the low surrogate indices (0..1023) that follow it.
-    std::map<std::uint32_t, Ranges> lows_of;
-    for (const auto& r : astral) {
-      const std::uint32_t vlo = r.lo - 0x10000, vhi = r.hi - 0x10000;
-      for (std::uint32_t h = vlo >> 10; h <= (vhi >> 10); ++h) {
-        const std::uint32_t base = h << 10;
-        lows_of[h].push_back({std::max(vlo, base) - base, std::min(vhi, base + 0x3FF) - base});
-      }
-    }
+    // Per high surrogate index h (0..1023), in increasing h, the low surrogate indices
+    // (0..1023) that follow it, grouped by that set. A range covers whole blocks of 1024 in
+    // its middle: those high surrogates are added as one run (a class such as "any character
+    // but these few" spans all 1024, and is spelled once per class).
     std::map<Ranges, std::size_t, RangesLess> group_of;  // low set -> index in groups
     std::vector<std::pair<Ranges, const Ranges*>> groups;  // high code units, low set
-    for (const auto& [h, lows] : lows_of) {
+    auto add = [&](std::uint32_t h_lo, std::uint32_t h_hi, const Ranges& lows) {
       auto [it, fresh] = group_of.emplace(lows, groups.size());
       if (fresh) groups.push_back({Ranges{}, &it->first});
       Ranges& highs = groups[it->second].first;
-      const std::uint32_t unit = 0xD800 + h;
-      if (!highs.empty() && highs.back().hi + 1 == unit)
-        highs.back().hi = unit;
+      if (!highs.empty() && highs.back().hi + 1 == 0xD800 + h_lo)
+        highs.back().hi = 0xD800 + h_hi;
       else
-        highs.push_back({unit, unit});
+        highs.push_back({0xD800 + h_lo, 0xD800 + h_hi});
+    };
+    constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+    std::uint32_t cur_h = kNone;  // the high index whose lows `cur` collects
+    Ranges cur;
+    auto flush = [&] {
+      if (cur_h != kNone) add(cur_h, cur_h, cur);
+      cur.clear();
+      cur_h = kNone;
+    };
+    for (const auto& r : astral) {
+      const std::uint32_t vlo = r.lo - 0x10000, vhi = r.hi - 0x10000;
+      const std::uint32_t hlo = vlo >> 10, hhi = vhi >> 10;
+      if (cur_h != hlo) flush(), cur_h = hlo;
+      if (hlo == hhi) {
+        cur.push_back({vlo - (hlo << 10), vhi - (hlo << 10)});
+        continue;
+      }
+      cur.push_back({vlo - (hlo << 10), 0x3FF});
+      flush();
+      if (hhi > hlo + 1) add(hlo + 1, hhi - 1, Ranges{{0, 0x3FF}});
+      cur_h = hhi;
+      cur.push_back({0, vhi - (hhi << 10)});
     }
+    flush();
     for (const auto& [highs, lows] : groups) {
       Ranges low_units;
       for (const auto& r : *lows) low_units.push_back({0xDC00 + r.lo, 0xDC00 + r.hi});

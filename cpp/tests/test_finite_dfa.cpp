@@ -2,6 +2,7 @@
 // the general pipeline (Dfa::compile_by_subsets): both are minimal, so equal languages mean
 // isomorphic automata, which `isomorphic` checks state by state over all 256 bytes (with the
 // accepting flags, distances and shortest completions).
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -142,6 +143,152 @@ TEST(finite_dfa_regexes_equal_the_pipeline) {
   }
 }
 
+namespace {
+
+// The converter's "none of these names" regex (json_schema/patterns.py, _not_in_regex_of):
+// at each trie node, stopping where no name ends, leaving the trie by another character (then
+// anything), or going on; past a leaf, one or more characters.
+std::u32string escaped(char32_t c) {
+  const std::u32string special = U"\\.^$|?*+()[]{}-/";
+  return special.find(c) != std::u32string::npos ? std::u32string{U'\\', c} : std::u32string{c};
+}
+std::u32string not_names(const std::vector<std::u32string>& names, std::size_t depth = 0) {
+  bool stops = false;
+  std::vector<char32_t> kids;
+  for (const auto& n : names) {
+    if (n.size() == depth) stops = true;
+    else if (std::find(kids.begin(), kids.end(), n[depth]) == kids.end()) kids.push_back(n[depth]);
+  }
+  std::vector<std::u32string> alts;
+  if (!stops) alts.push_back(U"");
+  if (kids.empty()) {
+    alts.push_back(U"(?s:.)+");
+  } else {
+    std::u32string cls = U"[^";
+    for (char32_t c : kids) cls += escaped(c);
+    alts.push_back(cls + U"](?s:.)*");
+    for (char32_t c : kids) {
+      std::vector<std::u32string> sub;
+      for (const auto& n : names)
+        if (n.size() > depth && n[depth] == c) sub.push_back(n);
+      alts.push_back(escaped(c) + U"(?:" + not_names(sub, depth + 1) + U")");
+    }
+  }
+  std::u32string out;
+  for (std::size_t i = 0; i < alts.size(); ++i) out += (i ? U"|" : U"") + alts[i];
+  return out;
+}
+std::string utf8(const std::u32string& s) {
+  std::string out;
+  for (char32_t c : s) {
+    if (c < 0x80) out += static_cast<char>(c);
+    else if (c < 0x800) out += static_cast<char>(0xC0 | (c >> 6)), out += static_cast<char>(0x80 | (c & 0x3F));
+    else if (c < 0x10000)
+      out += static_cast<char>(0xE0 | (c >> 12)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+          out += static_cast<char>(0x80 | (c & 0x3F));
+    else
+      out += static_cast<char>(0xF0 | (c >> 18)), out += static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
+          out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(finite_dfa_key_complements_equal_the_pipeline) {
+  // The undeclared-key terminal: `"` (none of the names) `"` ws `:` ws, a trie whose exits
+  // end in the one cyclic part, a star of any character in front of `"`.
+  std::mt19937 rng(31);
+  Limits lim;
+  const NodePtr ws = parse_regex("[ \\t\\n\\r]{0,16}", lim);
+  std::vector<std::vector<std::u32string>> sets = {
+      {U"name"}, {U"name", U"age"}, {U"a", U"ab", U"abc"}, {U""}, {U"", U"x"}, {U"id", U"_id", U"$schema", U"a\"b"}};
+  // Names starting with every other letter: a first-letter class of more than 16 ranges.
+  std::vector<std::u32string> alternate;
+  for (char32_t c = 'a'; c <= 'z'; c += 2) alternate.push_back(std::u32string{c, U'x'}), alternate.push_back({c - 32});
+  sets.push_back(alternate);
+  for (int i = 0; i < 24; ++i) {
+    std::vector<std::u32string> names;
+    const int count = 1 + static_cast<int>(rng() % 12);
+    for (int j = 0; j < count; ++j) {
+      std::u32string k;
+      const int len = static_cast<int>(rng() % 9);
+      for (int c = 0; c < len; ++c)
+        k.push_back(rng() % 3 != 0 ? 'a' + rng() % 4
+                    : i % 3 == 0   ? kAwkward[rng() % (sizeof kAwkward / sizeof kAwkward[0])]
+                                   : U"\"\\/\x01\t\x1f\x7f $-_"[rng() % 11]);
+      if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+    }
+    sets.push_back(names);
+  }
+  int declined = 0;
+  auto ascii = [](const std::vector<std::u32string>& names) {
+    for (const auto& n : names)
+      for (char32_t c : n)
+        if (c >= 0x80) return false;
+    return true;
+  };
+  for (const auto& names : sets) {
+    const NodePtr body = parse_regex(utf8(not_names(names)), lim);
+    for (JsonEscapes mode : {JsonEscapes::Any, JsonEscapes::Canonical}) {
+      const NodePtr content = json_string_content(body, lim, mode);
+      const NodePtr kt = make_concat({lit("\""), content, lit("\""), ws, lit(":"), ws});
+      // (A class of more than 16 UTF-8 sequences, from names with non-ASCII and astral
+      // characters, keeps the pipeline; names of ASCII characters never do.)
+      Budget budget(60000);
+      if (!build_finite_automaton(kt, lim, budget)) {
+        EXPECT(!ascii(names));
+        ++declined;
+        continue;
+      }
+      EXPECT(same_both_ways(kt));
+      EXPECT(same_both_ways(content));
+    }
+    EXPECT(!ascii(names) || same_both_ways(body));
+  }
+  EXPECT(declined < static_cast<int>(sets.size()) / 2);
+}
+
+TEST(finite_dfa_stars_equal_the_pipeline) {
+  const char* patterns[] = {
+      "a*",          "ab{2,}",         "[a-z]+",       "[a-z]*\"",      "x(?s:.)*",        "(?s:.)+",
+      "(?:ab|c)*d",  "a[0-9]*|b[0-9]*|c", "(?:0|[1-9][0-9]*)", "(?:a|b[0-9]{2})*", "-?[0-9]+z|y", "[^\"]{2,}\"",
+      "(?:\\\\.|[^\\\\])*",  "(?:foo|bar)+",  "abc(?:x|yz){3,}|ab", "(?:[\\u0800-\\uffff])*", "q|(?:[ab]c)*",
+  };
+  Limits lim;
+  int direct = 0;
+  for (const char* p : patterns) {
+    const NodePtr n = parse_regex(p, lim);
+    EXPECT(same_both_ways(n));
+    // In a JSON string body a star's escapes and what follows can both start with `\\`: the
+    // direct route declines those (the pipeline builds them); what it builds must be equal.
+    for (JsonEscapes mode : {JsonEscapes::Any, JsonEscapes::Canonical}) {
+      const NodePtr j = json_string_content(n, lim, mode);
+      Budget budget(60000);
+      if (!build_finite_automaton(j, lim, budget)) continue;
+      ++direct;
+      EXPECT(same_both_ways(j));
+    }
+  }
+  EXPECT(direct >= 20);
+  // Random classes, starred, in front of a random tail whose first character is not in them.
+  std::mt19937 rng(8);
+  for (int i = 0; i < 60; ++i) {
+    CharSet cs;
+    for (int r = 0; r < 3; ++r) {
+      const std::uint32_t lo = kAwkward[rng() % (sizeof kAwkward / sizeof kAwkward[0])];
+      cs.add(lo, std::min<std::uint32_t>(0x10FFFF, lo + rng() % 300));
+    }
+    std::uint32_t stop = 'A';
+    while (stop < 0x7F && cs.contains(stop)) ++stop;
+    if (cs.contains(stop)) continue;  // (no ASCII stop character left: a tail could overlap)
+    const NodePtr tail = make_concat({make_chars(CharSet::single(stop)), make_repeat(make_chars(cs), 0, rng() % 3)});
+    const NodePtr n = make_concat({make_repeat(make_chars(cs), rng() % 3, Node::kUnbounded), tail});
+    EXPECT(same_both_ways(n));
+    EXPECT(same_both_ways(make_alt({n, make_concat({make_chars(cs), tail})})));
+  }
+}
+
 TEST(finite_dfa_counted_string) {
   // A JSON string of at most 64 code points: the shape of `maxLength` terminals.
   Limits lim;
@@ -153,8 +300,13 @@ TEST(finite_dfa_counted_string) {
 TEST(finite_dfa_leaves_other_trees_to_the_pipeline) {
   Limits lim;
   Budget budget(60000);
-  EXPECT(!build_finite_automaton(parse_regex("a*", lim), lim, budget));
-  EXPECT(!build_finite_automaton(parse_regex("ab{2,}", lim), lim, budget));
+  // Stars the direct route declines: inside a counted repetition, two different stars, a
+  // star whose kid can start like what follows it, a kid that is not prefix-free or matches ε.
+  for (const char* p : {"(?:a*b){2}", "(?:ab+){1,3}", "a*b*", "a*|b*", "[0-9]*|[0-9]*x", "a*a", "[a-c]*b",
+                        "(?:a|ab)*", "(?:a?)*", "(?:a|b{0,2})*c"}) {
+    const NodePtr n = parse_regex(p, lim);
+    EXPECT(!build_finite_automaton(n, lim, budget));
+  }
   EXPECT(!build_finite_automaton(make_intersect({parse_regex("[ab]{3}", lim), parse_regex("a.b", lim)}), lim, budget));
   EXPECT(!build_finite_automaton(make_concat({lit("a"), make_rule_ref(0)}), lim, budget));
   // A class of many UTF-8 sequences (Unicode digits) is left to the pipeline, which builds it.

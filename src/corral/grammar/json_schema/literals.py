@@ -104,14 +104,68 @@ def _satisfies(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
     if isinstance(schema, dict) and _VALIDATING.isdisjoint(k for k in schema if k not in _DIRECT):
         known = _type_check(schema["type"], value) if "type" in schema else True
         internal = _internal_check(schema, value)
-        if known is not None and internal is not None:
-            return known and internal
+        listed = _listed_check(schema, value)
+        bounds = _bounds_check(schema, value)
+        if known is not None and internal is not None and listed is not None and bounds is not None:
+            return known and internal and listed and bounds
     return _quick_check(schema, value, pointer)
 
 
-# Keywords _satisfies answers itself: `type` and the converter's internal ones (oneOf
-# exclusivity puts _NOT_MATCHING beside every enum of a branch).
-_DIRECT = frozenset({"type", _NOT_MATCHING, _FRACTION})
+_BOUNDS: dict[str, Any] = {
+    "minimum": lambda v, b: v >= b,
+    "maximum": lambda v, b: v <= b,
+    "exclusiveMinimum": lambda v, b: v > b,
+    "exclusiveMaximum": lambda v, b: v < b,
+    "minLength": lambda n, b: n >= b,
+    "maxLength": lambda n, b: n <= b,
+    "minItems": lambda n, b: n >= b,
+    "maxItems": lambda n, b: n <= b,
+    "minProperties": lambda n, b: n >= b,
+    "maxProperties": lambda n, b: n <= b,
+}
+# The length bounds, by the kind of value they count (code points, items, members).
+_COUNTED: dict[str, type] = {
+    **dict.fromkeys(("minLength", "maxLength"), str),
+    **dict.fromkeys(("minItems", "maxItems"), list),
+    **dict.fromkeys(("minProperties", "maxProperties"), dict),
+}
+
+# Keywords _satisfies answers itself: `type`, `const`/`enum` (a oneOf of consts filters each
+# branch's value by the others') and the converter's internal ones (oneOf exclusivity puts
+# _NOT_MATCHING beside every enum of a branch).
+_DIRECT = frozenset({"type", "const", "enum", *_BOUNDS, _NOT_MATCHING, _FRACTION})
+
+
+def _bounds_check(schema: dict[str, Any], value: Any) -> bool | None:
+    """`value` against the numeric bounds (the complement of a const number is a pair of
+    exclusive bounds) and the length bounds (``minItems`` beside a string enum), each of which
+    applies to one kind of value only. None when a bound is not a number."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = True
+    for k, holds in _BOUNDS.items():
+        if k not in schema:
+            continue
+        b = schema[k]
+        if isinstance(b, bool) or not isinstance(b, (int, float)):
+            return None
+        if k in _COUNTED:
+            applies = isinstance(value, _COUNTED[k]) and isinstance(value, (str, list, dict))
+            ok = ok and (not applies or holds(len(value), b))
+        else:
+            ok = ok and (not number or holds(value, b))
+    return ok
+
+
+def _listed_check(schema: dict[str, Any], value: Any) -> bool | None:
+    """`value` against ``const`` and ``enum`` with JSON equality (as jsonschema's: 1 == 1.0,
+    true != 1); None when ``enum`` is not a list (the validator then reports it)."""
+    if "const" in schema and not _json_equal(value, schema["const"]):
+        return False
+    if "enum" in schema:
+        if not isinstance(schema["enum"], list):
+            return None
+        return any(_json_equal(value, e) for e in schema["enum"])
+    return True
 
 
 def _internal_check(schema: dict[str, Any], value: Any) -> bool | None:
