@@ -165,32 +165,7 @@ bool CompiledGrammar::share_key(const std::vector<std::uint64_t>& key, std::vect
   return true;
 }
 
-std::int32_t CompiledGrammar::successor_anchor(std::int32_t terminal, std::int32_t state) const {
-  // Why: the first position of a string under a minLength is its own ≈_D class, and so is the
-  // next one (it may close), so a fresh counted terminal paid two walks of every short token
-  // on consecutive masks (1-2 ms each). The next position is the broader of the two (the
-  // relation only derives a state from one that allows at least as much), so walking it first
-  // and deriving the first position from it costs one walk for both.
-  static constexpr std::uint8_t kProbeBytes[] = {'a', '0', ' ', 'A', '-', '_'};
-  const Dfa& d = *dfas_[static_cast<std::size_t>(terminal)];
-  for (std::uint8_t b : kProbeBytes) {
-    const std::int32_t t = d.next(state, b);
-    if (t < 0) continue;
-    std::int32_t rep;
-    {
-      std::lock_guard<std::mutex> lock(equiv_mu_);
-      rep = equiv_[static_cast<std::size_t>(terminal)]->representative(t);
-    }
-    if (rep == state) return -1;
-    CountBounds k;
-    // The same bounded proof derive() runs (so a success here is one there).
-    return prove_counted(d, state, d, rep, vocab_->share_depth(), CountedShare::kMaxNodes, k) ? rep : -1;
-  }
-  return -1;
-}
-
-std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vector<std::uint64_t>& rep_key,
-                                                                  bool probe) const {
+std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vector<std::uint64_t>& rep_key) const {
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = short_cache_.find(rep_key);
@@ -203,12 +178,6 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::short_entry(const std::vec
   const auto term = static_cast<std::int32_t>(rep_key[0] >> 32);
   const auto state = static_cast<std::int32_t>(static_cast<std::uint32_t>(rep_key[0]));
   if (cs) entry = cs->derive(term, *dfas_[static_cast<std::size_t>(term)], state);
-  if (!entry && cs && probe) {
-    // Walk the next position's class (it becomes an anchor), then derive this one from it.
-    const std::int32_t next = successor_anchor(term, state);
-    if (next >= 0 && short_entry({key_element(term, next)}, false))
-      entry = cs->derive(term, *dfas_[static_cast<std::size_t>(term)], state);
-  }
   if (entry) {
     summary_hits_.fetch_add(1, std::memory_order_relaxed);
   } else if (delta_candidate(rep_key) && (entry = delta_entry(rep_key, true))) {

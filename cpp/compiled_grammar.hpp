@@ -213,12 +213,7 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   /// that part (the state replaced by its ≈_D representative).
   bool share_key(const std::vector<std::uint64_t>& key, std::vector<std::uint64_t>& rep_key) const;
   /// The cached short part for a representative key (computed on a miss).
-  /// `probe`: on a miss that no anchor derives, first try walking the class one character
-  /// further on (see the definition) and deriving this one from it.
-  std::shared_ptr<const FrontierEntry> short_entry(const std::vector<std::uint64_t>& rep_key, bool probe = true) const;
-  /// The ≈_D representative of `state` one printable ASCII character on (the first of
-  /// kProbeBytes it is live on), if the summary's relation derives `state` from it; else -1.
-  std::int32_t successor_anchor(std::int32_t terminal, std::int32_t state) const;
+  std::shared_ptr<const FrontierEntry> short_entry(const std::vector<std::uint64_t>& rep_key) const;
   /// Does a frontier key read a slot terminal (so its entry belongs to the binding)?
   bool key_reads_slot(const std::vector<std::uint64_t>& key) const;
 

@@ -87,32 +87,3 @@ def test_summary_masks_equal_plain_masks_regex(vocab: corral.Tokenizer) -> None:
     plain = corral.compile_regex(pattern, vocab, **PLAIN)
     _walk(fast, plain, seed=9, walks=3)
     assert fast.cache_stats()["summary_entries"] > 0
-
-
-@pytest.mark.real_tokenizer
-@pytest.mark.parametrize(
-    "schema", [{"type": "string", "minLength": 1, "maxLength": 211}, {"type": "string", "minLength": 3}]
-)
-def test_first_position_under_min_length_derived_from_the_next(vocab: corral.Tokenizer, schema: dict) -> None:
-    # The first position under a minLength and the next one are different classes; the next
-    # one's short part is walked first and the first position derived from it (one walk, not
-    # two), and the masks there and after equal the plain walk's.
-    fast = corral.compile_json_schema(schema, vocab, **SHARED)
-    plain = corral.compile_json_schema(schema, vocab, **PLAIN)
-    a, b = fast.matcher(), plain.matcher()
-    a_mask = corral.allocate_bitmask(1, vocab)
-    b_mask = corral.allocate_bitmask(1, vocab)
-    quote = vocab.ids_of('"')[0]
-    letter = vocab.ids_of("x")[0]
-    assert a.accept_token(quote) and b.accept_token(quote)
-    walked = []
-    for _ in range(4):
-        a.fill_next_token_bitmask(a_mask, 0)
-        b.fill_next_token_bitmask(b_mask, 0)
-        assert np.array_equal(a_mask, b_mask)
-        walked.append(fast.cache_stats()["shared_entries"])
-        assert a.accept_token(letter) and b.accept_token(letter)
-    # The first mask inside the string derived its short part (no walk of its own) and needed
-    # the next position's, which the second mask then found cached.
-    assert fast.cache_stats()["summary_entries"] >= 1
-    assert walked[1] == walked[0]
