@@ -2,8 +2,12 @@
 
 What is measured
 ----------------
-Two workloads, every engine interleaved per schema in one process run, Llama 3.2 tokenizer (the
-adapters, tokenizer and helpers come from ``bench_engine.py`` / ``bench_json_schema.py``):
+Two workloads, every engine interleaved per schema in one process run, on the Llama 3.2 tokenizer
+(``--tokenizer llama3``, the default: 128k byte-level BPE) or Gemma 3's (``--tokenizer gemma3``:
+262k SentencePiece pieces with byte fallback, read from the Gemma 3 270M GGUF as the tests read
+it; every engine gets the same token bytes, special ids and EOS ids, and instances are encoded
+with llama.cpp's tokenizer of that file). The adapters and helpers come from
+``bench_engine.py`` / ``bench_json_schema.py``:
 
 * **counted** (hand-written): schemas of the kind issue 12 names -- strings with
   ``minLength``/``maxLength`` up to 255, ``pattern: ^[0-9a-zA-Z_-]{1,255}$``, ``format:
@@ -39,6 +43,8 @@ How to run
     python bench/bench_tails.py --per-set 40 --engines corral,llguidance --json out.json
     python bench/bench_tails.py --per-set 2 --engines corral,corral-ref --check --clock cpu
                                                        # fast paths vs the reference walk
+    python bench/bench_tails.py --tokenizer gemma3 --per-set 2 --clock cpu
+                                                       # the same on Gemma 3's vocabulary
 """
 
 from __future__ import annotations
@@ -71,10 +77,82 @@ from bench_json_schema import (  # noqa: E402
 from bench_json_schema import CorralSchema as _CorralSchema  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
+# Tokenizers
+
+
+@dataclass
+class GgufCtx(TokCtx):
+    """A GGUF vocabulary (Gemma 3) as every engine sees it: corral reads the file
+    (``Tokenizer.from_gguf``, as the tests do), llguidance gets the same token bytes through a
+    ``TokenizerWrapper``-like object, XGrammar a raw ``TokenizerInfo`` of them (special tokens
+    empty, so it never allows them); text is encoded by llama.cpp's tokenizer of the file."""
+
+    llama: Any = None  # llama_cpp.Llama(vocab_only=True)
+
+    @staticmethod
+    def load_gguf(path: Path) -> GgufCtx:
+        import llama_cpp
+
+        import corral
+
+        tok = corral.Tokenizer.from_gguf(path)
+        llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        ctx = GgufCtx(
+            str(path), None, tok.width, tuple(tok.eos_ids), list(tok.token_bytes), tok.special_ids, llama
+        )
+        ctx.token_bytes += [b""] * (tok.width - len(ctx.token_bytes))
+        probe = '{"a": "x y", "é": [1, 2.5e-3]}'
+        if b"".join(ctx.token_bytes[i] for i in ctx.encode(probe)) != probe.encode():
+            raise SystemExit(f"{path}: llama.cpp's encoding does not spell the text back")
+        return ctx
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.llama.tokenize(text.encode(), add_bos=False, special=False))
+
+
+def load_tokenizer(name: str | None) -> TokCtx:
+    """``llama3`` (default), ``gemma3``, or a path to a Hugging Face ``tokenizer.json``."""
+    if name in (None, "llama3"):
+        return TokCtx.load(None)
+    if name == "gemma3":
+        from corral import models
+
+        try:
+            return GgufCtx.load_gguf(models.gemma3_gguf_path())
+        except models.ModelNotFoundError as e:
+            raise SystemExit(str(e)) from e
+    return TokCtx.load(name)
+
+
+class _Wrapped:
+    """What ``llguidance.TokenizerWrapper`` reads: token bytes, special ids, EOS, an encoder."""
+
+    def __init__(self, ctx: TokCtx) -> None:
+        self.ctx = ctx
+        self.eos_token_id = ctx.eos_ids[0]
+        self.bos_token_id = None
+        self.tokens = ctx.token_bytes
+        self.special_token_ids = sorted(ctx.special_ids)
+
+    def __call__(self, s: str | bytes) -> list[int]:
+        return self.ctx.encode(s.decode() if isinstance(s, bytes) else s)
+
+
+# --------------------------------------------------------------------------------------------
 # Engines
 
 
 class CorralTails(_CorralSchema):
+    def setup(self) -> None:
+        if not isinstance(self.ctx, GgufCtx):
+            super().setup()
+            return
+        import corral
+
+        self.mod = corral
+        self.tok = corral.Tokenizer.from_gguf(self.ctx.path, eos_ids=list(self.ctx.eos_ids))
+        self.has_cache = hasattr(corral, "clear_cache")
+
     def compile_schema(self, schema: Any, text: str) -> Any:
         self.clear_cache()
         return self.mod.compile_json_schema(schema, self.tok, extra_properties=self.args.extra_properties)
@@ -106,18 +184,43 @@ class CorralReference(CorralTails):
         return lambda: self._ref(inner)
 
 
+class LLGuidanceTails(LLGuidanceSchema):
+    def setup(self) -> None:
+        if not isinstance(self.ctx, GgufCtx):
+            super().setup()
+            return
+        import llguidance
+
+        self.llg = llguidance
+        wrapped = llguidance.TokenizerWrapper(_Wrapped(self.ctx))
+        self.tok = llguidance.LLTokenizer(
+            wrapped, n_vocab=self.ctx.vocab_size, eos_token=list(self.ctx.eos_ids)
+        )
+
+
 class XGrammarTails(XGrammarSchema):
     dynamic = False
 
     def setup(self) -> None:
-        import transformers
         import xgrammar
 
         self.xgr = xgrammar
-        hf_tok = transformers.PreTrainedTokenizerFast(tokenizer_file=self.ctx.path)
-        info = xgrammar.TokenizerInfo.from_huggingface(
-            hf_tok, vocab_size=self.ctx.vocab_size, stop_token_ids=list(self.ctx.eos_ids)
-        )
+        if isinstance(self.ctx, GgufCtx):
+            # The decoded bytes as a raw vocabulary; special tokens empty (never allowed).
+            vocab = [b"" if i in self.ctx.special_ids else b for i, b in enumerate(self.ctx.token_bytes)]
+            info = xgrammar.TokenizerInfo(
+                vocab,
+                xgrammar.VocabType.RAW,
+                vocab_size=self.ctx.vocab_size,
+                stop_token_ids=list(self.ctx.eos_ids),
+            )
+        else:
+            import transformers
+
+            hf_tok = transformers.PreTrainedTokenizerFast(tokenizer_file=self.ctx.path)
+            info = xgrammar.TokenizerInfo.from_huggingface(
+                hf_tok, vocab_size=self.ctx.vocab_size, stop_token_ids=list(self.ctx.eos_ids)
+            )
         self.compiler = xgrammar.GrammarCompiler(
             info, max_threads=self.args.threads, cache_enabled=True, enable_dynamic_compilation=self.dynamic
         )
@@ -134,7 +237,7 @@ class XGrammarDyn(XGrammarTails):
 ADAPTERS: dict[str, type] = {
     "corral": CorralTails,
     "corral-ref": CorralReference,
-    "llguidance": LLGuidanceSchema,
+    "llguidance": LLGuidanceTails,
     "xgrammar": XGrammarTails,
     "xgrammar-dyn": XGrammarDyn,
 }
@@ -277,7 +380,7 @@ def time_instance(rec: Rec, engines: dict[str, Any], compiled: dict[str, Any], i
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, list[Rec]]]:
-    ctx = TokCtx.load(args.tokenizer)
+    ctx = load_tokenizer(args.tokenizer)
     engines: dict[str, Any] = {}
     for n in args.engines.split(","):
         cls = ADAPTERS[n]
@@ -420,7 +523,11 @@ def main() -> int:
     ap.add_argument("--max-walk", type=int, default=160)
     ap.add_argument("--threads", type=int, default=1, help="XGrammar compiler threads")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tokenizer", default=None)
+    ap.add_argument(
+        "--tokenizer",
+        default="llama3",
+        help="llama3 (Llama 3.2, 128k), gemma3 (Gemma 3 270M GGUF, 262k), or a tokenizer.json path",
+    )
     ap.add_argument("--quick", action="store_true", help="alias for --per-set 3")
     ap.add_argument("--skip-counted", action="store_true", help="only the jsonschemabench sample")
     ap.add_argument("--json", type=Path, default=None)

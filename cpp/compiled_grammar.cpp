@@ -285,7 +285,8 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   // kMaxProductCells table cells the walk starts over that way.
   // Only whole-vocabulary walks: a subtree below a dead node is small, and the table's setup
   // would cost more than stepping each element there.
-  const bool product = m > 1 && root == 0 && fast_paths();
+  const bool fast = fast_paths();
+  const bool product = m > 1 && root == 0 && fast;
   ProductWalk prod;
   if (product) prod.init(dfas, followable, states.data());
   std::vector<std::int32_t> pstate(product ? trie.max_depth() + 1 : 0, -1);
@@ -299,6 +300,8 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     constexpr bool kProduct = kM == kProductWalk;
     const std::size_t mm = kM != 0 && !kProduct ? kM : m;
     const std::uint32_t n = trie.subtree_end(root);
+    const Dfa* const dfa0 = m > 0 ? dfas[0] : nullptr;
+    const bool follow0 = m > 0 && followable[0];
     std::uint32_t i = root + 1;
     while (i < n) {
     const std::uint32_t dabs = trie.depth(i);
@@ -321,6 +324,13 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
         live = true;
         acc = prod.acc[static_cast<std::size_t>(np)] != 0;
       }
+    } else if constexpr (kM == 1) {
+      // One element: its accepting flag is read only where a split can happen (below), off
+      // the path from one node's state to the next.
+      cur = &states[d];
+      const std::int32_t s = states[d - 1];
+      cur[0] = s < 0 ? -1 : dfa0->next(s, b);
+      live = cur[0] >= 0;
     } else {
       const std::int32_t* parent = &states[(d - 1) * mm];
       cur = &states[d * mm];
@@ -337,10 +347,17 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     }
     const std::int32_t g = grp[d - 1];
     if (live) {
-      for (const std::int32_t* t = trie.tokens_begin(i); emit && t != trie.tokens_end(i); ++t) {
-        if (dense) out.allowed[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
-        else out.allowed_ids.push_back(*t);
+      if (fast && dense) {
+        trie.set_token_bits(i, out.allowed.data());  // branch-free for the common 0 or 1 token
+      } else {
+        // The reference path keeps the plain loop, so the comparison tests (fast against
+        // reference masks) check set_token_bits against it.
+        for (const std::int32_t* t = trie.tokens_begin(i); emit && t != trie.tokens_end(i); ++t) {
+          if (dense) out.allowed[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
+          else out.allowed_ids.push_back(*t);
+        }
       }
+      if constexpr (kM == 1) acc = g < 0 && follow0 && dfa0->accepting(cur[0]);
       if (g < 0 && acc && trie.subtree_end(i) > i + 1) {
         std::vector<std::int32_t> v;
         if constexpr (kProduct) v = prod.tuple(np);

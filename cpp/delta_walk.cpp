@@ -181,7 +181,7 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::delta_entry(const std::vec
     const bool has_children = end > i + 1;
     if (klive) {
       decided.emplace_back(i, i + 1);
-      set_bits(i, i + 1, true);
+      trie.set_token_bits(i, out.allowed.data());
       rgrp[d] = rg || (racc && has_children);  // where R's own walk splits a group
       if (g < 0 && kacc && has_children) {
         std::vector<std::int32_t> v(kc, kc + mk);

@@ -84,6 +84,7 @@ TokenTrie TokenTrie::build(std::vector<std::pair<std::string_view, std::int32_t>
     t.toks_.insert(t.toks_.end(), v.begin(), v.end());
   }
   t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
+  t.toks_.push_back(0);  // the sentinel set_token_bits reads after a tokenless last node
   // Deepest token per subtree: in preorder a node's subtree is [n, subtree_end(n)), so a
   // reverse scan folds each node into its parent (found with a path stack on a forward scan).
   const std::uint32_t nodes = t.num_nodes();

@@ -35,6 +35,22 @@ class TokenTrie {
   /// Tokens whose bytes end exactly at node n.
   const std::int32_t* tokens_begin(std::uint32_t n) const { return toks_.data() + tok_begin_[n]; }
   const std::int32_t* tokens_end(std::uint32_t n) const { return toks_.data() + tok_begin_[n + 1]; }
+  /// Set the bits of the tokens ending exactly at node n in a dense mask. Why not a loop over
+  /// tokens_begin..tokens_end: about half the nodes of a real trie hold one token and the rest
+  /// none, in no pattern a branch predictor can learn, so the loop's trip count mispredicts on
+  /// most nodes and that, not the automaton step, was most of a whole-vocabulary walk's time.
+  /// Here the common case (at most one token) is one unconditional read and an OR of 0 or 1
+  /// shifted into place; toks_ ends with a sentinel so the read is in bounds at a tokenless
+  /// last node.
+  void set_token_bits(std::uint32_t n, std::uint32_t* words) const {
+    const std::uint32_t b = tok_begin_[n], e = tok_begin_[n + 1];
+    if (e - b <= 1) {
+      const std::int32_t t = toks_[b];
+      words[static_cast<std::size_t>(t) >> 5] |= (e - b) << (t & 31);
+      return;
+    }
+    for (std::uint32_t k = b; k < e; ++k) words[static_cast<std::size_t>(toks_[k]) >> 5] |= 1u << (toks_[k] & 31);
+  }
   std::uint32_t max_depth() const { return max_depth_; }
   /// Depth of the deepest node holding a token in n's subtree (n included; 0 for none).
   std::uint32_t max_token_depth(std::uint32_t n) const { return max_token_depth_[n]; }
@@ -45,7 +61,7 @@ class TokenTrie {
   std::vector<std::uint32_t> depth_;
   std::vector<std::uint32_t> subtree_end_;
   std::vector<std::uint32_t> tok_begin_;  // num_nodes + 1
-  std::vector<std::int32_t> toks_;
+  std::vector<std::int32_t> toks_;  // ends with one sentinel 0 (see set_token_bits)
   std::vector<std::uint32_t> max_token_depth_;
   std::uint32_t max_depth_ = 0;
 };

@@ -58,3 +58,23 @@ val ::= "1" | root)G";
   EXPECT_EQ(ref->product_walks(), 0u);
   EXPECT_EQ(ref->delta_entries(), 0u);
 }
+
+TEST(set_token_bits_equals_the_token_loop) {
+  // Nodes with no token, one token and several (ids with the same bytes), in a trie whose last
+  // node in preorder is a leaf and one that is empty: set_token_bits sets exactly the bits the
+  // plain loop over tokens_begin..tokens_end sets, node by node.
+  std::vector<std::string> bytes{"a", "ab", "abc", "abd", "b", "ab", "abc", "abc", "zq", "\xff", "x"};
+  std::vector<std::pair<std::string_view, std::int32_t>> entries;
+  for (std::size_t i = 0; i < bytes.size(); ++i) entries.emplace_back(bytes[i], static_cast<std::int32_t>(i * 7 + 3));
+  for (const auto& trie : {TokenTrie::build(entries), TokenTrie::build({})}) {
+    std::size_t multi = 0;
+    for (std::uint32_t n = 0; n < trie.num_nodes(); ++n) {
+      std::vector<std::uint32_t> a(4, 0), b(4, 0);
+      trie.set_token_bits(n, a.data());
+      for (const std::int32_t* t = trie.tokens_begin(n); t != trie.tokens_end(n); ++t) b[static_cast<std::size_t>(*t) >> 5] |= 1u << (*t & 31);
+      EXPECT(a == b);
+      multi += trie.tokens_end(n) - trie.tokens_begin(n) > 1 ? 1 : 0;
+    }
+    EXPECT(trie.num_nodes() == 1 || multi == 2);  // "ab" twice, "abc" three times
+  }
+}
