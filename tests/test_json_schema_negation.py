@@ -274,3 +274,20 @@ def test_two_one_ofs_under_all_of_keep_exactly_one_checked(llama32: corral.Token
     }
     h = corral.compile_json_schema(overlap, llama32)
     assert h.report.post_checks, "3 matches both branches of the first oneOf"
+
+
+def test_one_of_no_value_names_the_users_one_of(llama32: corral.Tokenizer) -> None:
+    """All four keys required, and oneOf of subsets of them: every object matches all three
+    branches, so no value is valid (jsonschemabench Glaiveai2K/calculate_area_8db9d7ff). The error
+    names the user's oneOf, not the anyOf the exclusivity rewrite made of it."""
+    dims = {
+        "type": "object",
+        "properties": {k: {"type": "number"} for k in ("base", "height", "radius", "side")},
+        "required": ["radius", "side", "base", "height"],
+        "oneOf": [{"required": ["radius"]}, {"required": ["side"]}, {"required": ["base", "height"]}],
+    }
+    schema = {"type": "object", "properties": {"dimensions": dims}, "required": ["dimensions"]}
+    with pytest.raises(corral.SchemaError) as e:
+        corral.compile_json_schema(schema, llama32, extra_properties="spec")
+    assert e.value.pointer == "#/properties/dimensions/oneOf"
+    assert "exactly one branch of oneOf" in str(e.value)

@@ -459,6 +459,11 @@ class ConverterCore:
                     return self.value_body(rewritten, pointer)
                 except SchemaError as e:
                     if isinstance(e, _NoValue):
+                        if key == "oneOf" and e.pointer == _ptr(pointer, "anyOf"):
+                            # The rewrite's anyOf is ours, not the user's: name their oneOf.
+                            raise _NoValue(
+                                "no value satisfies exactly one branch of oneOf", _ptr(pointer, "oneOf")
+                            ) from None
                         raise  # (exact: no value satisfies the schema)
                     # Unsupported, or an error only the rewritten form meets: as before.
                     self.restore(saved)
