@@ -4,6 +4,7 @@
 
 #include "compile_times.hpp"
 #include "count_summary.hpp"
+#include "interior_summary.hpp"
 #include "mask_pool.hpp"
 #include "product_walk.hpp"
 
@@ -29,7 +30,10 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Vocabulary> vocab, Gramma
       vocab_->attachment([]() -> std::shared_ptr<void> { return std::make_shared<MaskPool>(); }));
   // The vocabulary's counted-string summary is built here, once per vocabulary (a few ms on a
   // 128k vocabulary), rather than inside the first mask that needs it.
-  if (limits_.mask_share_min_states != 0xFFFFFFFFu) counted_share();
+  if (limits_.mask_share_min_states != 0xFFFFFFFFu) {
+    counted_share();
+    pool_->interior_summary(*vocab_);  // likewise (interior_summary.hpp)
+  }
 }
 
 CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGrammar> skeleton,
@@ -51,7 +55,10 @@ CompiledGrammar::CompiledGrammar(BindingTag, std::shared_ptr<const CompiledGramm
 
 namespace {
 std::atomic<bool> g_fast_paths{true};
+std::atomic<bool> g_interior_skip{true};
 }  // namespace
+
+void CompiledGrammar::set_interior_skip(bool on) { g_interior_skip.store(on, std::memory_order_relaxed); }
 
 void CompiledGrammar::set_mask_fast_paths(bool on) { g_fast_paths.store(on, std::memory_order_relaxed); }
 bool CompiledGrammar::mask_fast_paths() { return g_fast_paths.load(std::memory_order_relaxed); }
@@ -109,8 +116,9 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     e.memory_bytes = sizeof(FrontierEntry) + 4 * (e.allowed.size() + e.allowed_ids.size()) + groups_bytes;
     entry = std::make_shared<const FrontierEntry>(std::move(e));
   } else {
-    // A broad frontier: derived from a walked one that differs from it little, if any.
-    const bool delta = delta_candidate(key);
+    // A broad frontier: derived from a walked one that differs from it little, if any; one
+    // whose walk skips the clean subtrees is walked (that costs less than a delta walk).
+    const bool delta = delta_candidate(key) && !interior_for(key);
     if (delta) entry = delta_entry(key, false);
     if (!entry) {
       entry = std::make_shared<const FrontierEntry>(compute_entry(key, WalkPart::All));
@@ -247,6 +255,30 @@ std::size_t CompiledGrammar::cache_bytes() const {
   return cache_bytes_;
 }
 
+const InteriorSummary* CompiledGrammar::interior_for(const std::vector<std::uint64_t>& key) const {
+  if (!fast_paths() || key.empty() || !g_interior_skip.load(std::memory_order_relaxed)) return nullptr;
+  for (std::uint64_t k : key) {
+    const std::uint64_t t = k >> 32;
+    if (t == 0xFFFFFFFFull || slot_terminal_[static_cast<std::size_t>(t)]) return nullptr;
+  }
+  // Bounded search per state: a few thousand pairs cover the "none of the declared keys"
+  // automata of real schemas; past it the state is treated as not universal (walked as before).
+  constexpr std::size_t kMaxPairs = 1 << 13;
+  std::lock_guard<std::mutex> lock(equiv_mu_);
+  for (std::uint64_t k : key) {
+    auto it = universal_.find(k);
+    if (it == universal_.end()) {
+      const Dfa& d = *dfas_[static_cast<std::size_t>(k >> 32)];
+      std::vector<std::int32_t> also;
+      const bool yes = interior_universal(d, static_cast<std::int32_t>(static_cast<std::uint32_t>(k)), kMaxPairs, &also);
+      for (std::int32_t st : also) universal_.emplace(key_element(static_cast<std::int32_t>(k >> 32), st), true);
+      it = universal_.emplace(k, yes).first;
+    }
+    if (it->second) return &pool_->interior_summary(*vocab_);
+  }
+  return nullptr;
+}
+
 FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& key, WalkPart part) const {
   std::uint32_t root = 0;
   std::size_t m = key.size();
@@ -287,6 +319,9 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   // would cost more than stepping each element there.
   const bool fast = fast_paths();
   const bool product = m > 1 && root == 0 && fast;
+  // Interior skip (interior_summary.hpp): an element keeps every clean token alive, so the
+  // subtrees of clean tokens are neither walked nor needed: their tokens are ORed in below.
+  const InteriorSummary* interior = part == WalkPart::All && dense ? interior_for(key) : nullptr;
   ProductWalk prod;
   if (product) prod.init(dfas, followable, states.data());
   std::vector<std::int32_t> pstate(product ? trie.max_depth() + 1 : 0, -1);
@@ -304,6 +339,10 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
     const bool follow0 = m > 0 && followable[0];
     std::uint32_t i = root + 1;
     while (i < n) {
+    if (interior && interior->clean_subtree(i)) {
+      i = trie.subtree_end(i);
+      continue;
+    }
     const std::uint32_t dabs = trie.depth(i);
     if (part == WalkPart::Short ? dabs > share : part == WalkPart::Long && dabs <= share && trie.max_token_depth(i) <= share) {
       i = trie.subtree_end(i);  // not this part's: nothing below is deeper than D / deeper than D
@@ -411,6 +450,11 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
       std::fill(grp.begin(), grp.end(), -1);
     }
     walk(std::integral_constant<std::size_t, 0>{});
+  }
+  if (interior) {
+    const std::vector<std::uint32_t>& clean = interior->clean_bits();
+    for (std::size_t w = 0; w < clean.size(); ++w) out.allowed[w] |= clean[w];
+    interior_walks_.fetch_add(1, std::memory_order_relaxed);
   }
   if (root != 0 && out.allowed_ids.size() > vocab_->mask_words()) {
     // Many ids: a dense mask is both smaller and faster to apply.

@@ -42,6 +42,11 @@ std::shared_ptr<const CountSummary> MaskPool::count_summary(const Vocabulary& vo
   return summary_;
 }
 
+const InteriorSummary& MaskPool::interior_summary(const Vocabulary& vocab) {
+  std::call_once(interior_once_, [&] { interior_ = std::make_unique<const InteriorSummary>(vocab); });
+  return *interior_;
+}
+
 std::size_t MaskPool::entries() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return entries_.size();

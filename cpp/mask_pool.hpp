@@ -12,8 +12,9 @@
 // The pool keeps the automata it compares against alive (aliasing the grammars that own them).
 // Bounded: automata of at most kMaxDfaStates states, at most kMaxDfas of them, and entries up
 // to kMaxBytes in all (then the entries are dropped, cheap to refill). Thread-safe.
-// The pool also keeps the vocabulary's counted-string summary (count_summary.hpp), built once
-// on first use and shared by every grammar on the vocabulary.
+// The pool also keeps the vocabulary's counted-string summary (count_summary.hpp) and its
+// string-interior summary (interior_summary.hpp), each built once on first use and shared by
+// every grammar on the vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 
 #include "compiled_grammar.hpp"
 #include "count_summary.hpp"
+#include "interior_summary.hpp"
 
 namespace corral {
 
@@ -44,6 +46,8 @@ class MaskPool {
   /// when the share depth is outside what the summary supports (0, or over kMaxSummaryDepth).
   std::shared_ptr<const CountSummary> count_summary(const Vocabulary& vocab);
   static constexpr std::uint32_t kMaxSummaryDepth = 64;
+  /// The vocabulary's string-interior summary (built on first call).
+  const InteriorSummary& interior_summary(const Vocabulary& vocab);
 
  private:
   mutable std::shared_mutex mu_;
@@ -53,6 +57,8 @@ class MaskPool {
   std::size_t bytes_ = 0;
   std::once_flag summary_once_;
   std::shared_ptr<const CountSummary> summary_;
+  std::once_flag interior_once_;
+  std::unique_ptr<const InteriorSummary> interior_;
 };
 
 }  // namespace corral

@@ -3,7 +3,9 @@
 A frontier of several elements is walked through product states (cpp/product_walk.hpp: one
 interned tuple of the elements' states per trie node instead of stepping every element), and a
 broad frontier close to one walked before is derived from that walk, walking only where the two
-differ (cpp/delta_walk.cpp); the reference walk steps each element on its own and is forced per grammar by
+differ (cpp/delta_walk.cpp), and a walk of a frontier with a string-interior element skips the
+subtrees of tokens that can only continue a string (cpp/interior_summary.hpp); the reference walk
+steps each element on its own and is forced per grammar by
 ``mask_share_min_states`` at its maximum, or process-wide by ``_native.set_mask_fast_paths``.
 On the real vocabularies (SmolLM2, Llama 3.2, Gemma 3), at every step of seeded random walks,
 the two grammars' bitmask rows must be equal (so both directions: nothing allowed that the
@@ -15,6 +17,7 @@ objects with many keys (the frontier after ``{"``)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -111,17 +114,33 @@ def _walk(fast: corral.CompiledGrammar, ref: corral.CompiledGrammar, seed: int, 
 
 @pytest.mark.real_tokenizer
 @pytest.mark.slow
-def test_fast_masks_equal_reference_masks(vocab: corral.Tokenizer) -> None:
-    product = delta = 0
-    for k, (schema, order) in enumerate(SCHEMAS):
-        opts = {"extra_properties": "spec", "property_order": order}
-        fast = corral.compile_json_schema(schema, vocab, **opts)
-        ref = corral.compile_json_schema(schema, vocab, **opts, **REFERENCE)
-        assert _walk(fast, ref, seed=400 + k, walks=3) > 0
-        product += fast.cache_stats()["product_walks"]
-        delta += fast.cache_stats()["delta_entries"]
-        assert ref.cache_stats()["product_walks"] == ref.cache_stats()["delta_entries"] == 0
-    assert product > 0 and delta > 0  # both fast paths were taken
+@pytest.mark.parametrize("interior", [False, True], ids=["no-interior-skip", "interior-skip"])
+def test_fast_masks_equal_reference_masks(vocab: corral.Tokenizer, interior: bool) -> None:
+    # Without the interior skip (cpp/interior_summary.hpp) the broad frontiers take the delta
+    # walk; with it, those with a string-interior element skip the clean subtrees instead.
+    product = delta = skipped = 0
+    _native.set_interior_skip(interior)
+    try:
+        for k, (base, order) in enumerate(SCHEMAS):
+            # Names of this run's own, so the vocabulary's pool holds none of its automata.
+            schema = json.loads(json.dumps(base).replace('"pw', f'"{"i" if interior else "n"}pw'))
+            opts = {"extra_properties": "spec", "property_order": order}
+            fast = corral.compile_json_schema(schema, vocab, **opts)
+            ref = corral.compile_json_schema(schema, vocab, **opts, **REFERENCE)
+            assert _walk(fast, ref, seed=400 + k, walks=3) > 0
+            stats = fast.cache_stats()
+            product += stats["product_walks"]
+            delta += stats["delta_entries"]
+            skipped += stats["interior_walks"]
+            r = ref.cache_stats()
+            assert r["product_walks"] == r["delta_entries"] == r["interior_walks"] == 0
+    finally:
+        _native.set_interior_skip(True)
+    assert product > 0  # the product walk was taken
+    if interior:
+        assert skipped > 0
+    else:
+        assert delta > 0 and skipped == 0
 
 
 @pytest.mark.real_tokenizer

@@ -286,6 +286,7 @@ NB_MODULE(_core, m) {
         d["summary_entries"] = g.summary_entries();
         d["product_walks"] = g.product_walks();
         d["delta_entries"] = g.delta_entries();
+        d["interior_walks"] = g.interior_walks();
         d["bindings"] = g.bindings_made();
         d["slot_states"] = g.slot_states();
         return d;
@@ -367,6 +368,11 @@ NB_MODULE(_core, m) {
         "reference trie walk (each frontier element stepped on its own), True (the default) lets "
         "walks use product states and derived entries. The entries are identical either way; "
         "for tests and benchmarks that compare the two.");
+  m.def("set_interior_skip", [](bool on) { CompiledGrammar::set_interior_skip(on); }, "on"_a,
+        "Process-wide: False stops whole-vocabulary walks from skipping the subtrees of tokens "
+        "that only continue a JSON string's inside (interior_summary.hpp), so the other fast "
+        "paths (product states, derived entries) are taken where they were before; True (the "
+        "default) allows the skip. The entries' masks are identical either way; for tests.");
   m.def("clear_engine_caches",
         []() {
           clear_automaton_memo();

@@ -169,6 +169,11 @@ def set_mask_fast_paths(on: bool) -> None:
     Process-wide: False makes every mask-cache entry computed afterwards come from the reference trie walk (each frontier element stepped on its own), True (the default) lets walks use product states and derived entries. The entries are identical either way; for tests and benchmarks that compare the two.
     """
 
+def set_interior_skip(on: bool) -> None:
+    """
+    Process-wide: False stops whole-vocabulary walks from skipping the subtrees of tokens that only continue a JSON string's inside (interior_summary.hpp), so the other fast paths (product states, derived entries) are taken where they were before; True (the default) allows the skip. The entries' masks are identical either way; for tests.
+    """
+
 def clear_engine_caches() -> None:
     """
     Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a process's first compile; the per-vocabulary mask pool stays).

@@ -31,6 +31,7 @@ __all__ = [
     "probe_expression",
     "probe_open_ended",
     "set_compile_clock",
+    "set_interior_skip",
     "set_mask_fast_paths",
 ]
 
@@ -53,6 +54,8 @@ compile_times = _core.compile_times
 set_compile_clock = _core.set_compile_clock
 #: (on: bool) -> False: later mask-cache entries come from the reference walk (tests compare).
 set_mask_fast_paths = _core.set_mask_fast_paths
+#: (on: bool) -> False: later whole-vocabulary walks do not skip clean string-interior subtrees.
+set_interior_skip = _core.set_interior_skip
 #: () -> forget the engine's process-wide automaton memos (benchmarks of a first compile).
 clear_engine_caches = _core.clear_engine_caches
 #: () -> entries, bytes, hits, misses of the process-wide automaton memo.
