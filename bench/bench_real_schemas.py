@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine import TokCtx, _f, _ratio  # noqa: E402
+from bench_engine import _f, _ratio  # noqa: E402
 from bench_json_schema import (  # noqa: E402
     DEFAULT_DATA,
     SETS,
@@ -67,7 +67,7 @@ from bench_json_schema import (  # noqa: E402
     _validator,
     sample_files,
 )
-from bench_tails import ADAPTERS  # noqa: E402
+from bench_tails import start_engines  # noqa: E402
 
 CLOCK = time.perf_counter_ns  # --clock cpu: time.thread_time_ns
 
@@ -278,22 +278,9 @@ def instances(
 
 
 def run(args: argparse.Namespace) -> tuple[list[Rec], list[str]]:
-    ctx = TokCtx.load(args.tokenizer)
-    engines: dict[str, Any] = {}
-    for n in args.engines.split(","):
-        cls = ADAPTERS[n]
-        if not cls.available():
-            print(f"  {n}: not installed ({cls.install_hint})")
-            continue
-        eng = cls(ctx, args)
-        eng.start()
-        engines[n] = eng
+    ctx, engines = start_engines(args)
     if "corral" not in engines:
         raise SystemExit("corral is needed: it walks the valid instances")
-    print(
-        f"tokenizer {ctx.path} ({ctx.vocab_size} ids); engines: "
-        + ", ".join(f"{n} {e.version()}" for n, e in engines.items())
-    )
     walker = Walker(ctx, engines["corral"], args.max_walk)
     files = sample_files(args.data, args.sets.split(","), args.per_set, args.seed)
     recs: list[Rec] = []
@@ -476,7 +463,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="XGrammar compiler threads")
     ap.add_argument("--timeout", type=float, default=20.0, help="a compile over this (s) is a timeout")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tokenizer", default=None)
+    ap.add_argument("--tokenizer", default=None, help="llama3 (default), gemma3, or a tokenizer.json path")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"], help="cpu: the thread's CPU time")
     args = ap.parse_args()

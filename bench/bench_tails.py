@@ -379,7 +379,9 @@ def time_instance(rec: Rec, engines: dict[str, Any], compiled: dict[str, Any], i
         rec.mismatches += sum(x != y for x, y in zip(a, b, strict=False)) + abs(len(a) - len(b))
 
 
-def run(args: argparse.Namespace) -> list[tuple[str, list[Rec]]]:
+def start_engines(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The tokenizer (``--tokenizer``) and every installed engine of ``--engines``, started
+    (also used by bench_real_schemas.py)."""
     ctx = load_tokenizer(args.tokenizer)
     engines: dict[str, Any] = {}
     for n in args.engines.split(","):
@@ -394,6 +396,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, list[Rec]]]:
         f"tokenizer {ctx.path} ({ctx.vocab_size} ids); engines: "
         + ", ".join(f"{n} {e.version()}" for n, e in engines.items())
     )
+    return ctx, engines
+
+
+def run(args: argparse.Namespace) -> list[tuple[str, list[Rec]]]:
+    ctx, engines = start_engines(args)
     groups: list[tuple[str, list[Rec]]] = []
     gc.collect()
     gc.disable()
