@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <random>
 #include <vector>
 
 #include "compiled_grammar.hpp"
@@ -30,6 +32,25 @@ inline std::vector<std::int32_t> accepted_one_by_one(const corral::Matcher& m) {
     if (c.accept_token(static_cast<std::int32_t>(t))) out.push_back(static_cast<std::int32_t>(t));
   }
   return out;
+}
+
+/// Seeded random walks stepping a matcher of `fast` and one of `ref` with the same tokens:
+/// false unless at every step both allow the same tokens, the parser accepts exactly those
+/// (accepted_one_by_one), some token is allowed and both accept the one picked.
+inline bool walks_agree(const std::shared_ptr<const corral::CompiledGrammar>& fast,
+                        const std::shared_ptr<const corral::CompiledGrammar>& ref, unsigned seed, int walks,
+                        int steps) {
+  std::mt19937 rng(seed);
+  for (int walk = 0; walk < walks; ++walk) {
+    corral::Matcher a(fast), b(ref);
+    for (int step = 0; step < steps && !a.is_terminated(); ++step) {
+      const std::vector<std::int32_t> x = allowed(a);
+      if (x.empty() || x != allowed(b) || x != accepted_one_by_one(a)) return false;
+      const std::int32_t pick = x[rng() % x.size()];
+      if (!a.accept_token(pick) || !b.accept_token(pick)) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace corral_test

@@ -2,7 +2,6 @@
 // inside of a JSON string and nothing else, a clean subtree holds only clean tokens, a state is
 // interior-universal exactly when no byte string J reads kills its automaton, and walks that
 // skip the clean subtrees give the reference walk's masks, which the parser confirms bit by bit.
-#include <random>
 #include <string>
 #include <vector>
 
@@ -96,19 +95,7 @@ val ::= "1" | root)G";
   ref_limits.mask_share_min_states = 0xFFFFFFFFu;
   auto fast = compile_grammar(g, "root", vocab, fast_limits);
   auto ref = compile_grammar(g, "root", vocab, ref_limits);
-  std::mt19937 rng(5);
-  for (int walk = 0; walk < 40; ++walk) {
-    Matcher a(fast), b(ref);
-    for (int step = 0; step < 30 && !a.is_terminated(); ++step) {
-      std::vector<std::int32_t> x = corral_test::allowed(a), y = corral_test::allowed(b);
-      EXPECT(x == y);
-      EXPECT(x == corral_test::accepted_one_by_one(a));
-      EXPECT(!x.empty());
-      const std::int32_t pick = x[rng() % x.size()];
-      EXPECT(a.accept_token(pick));
-      EXPECT(b.accept_token(pick));
-    }
-  }
+  EXPECT(corral_test::walks_agree(fast, ref, 5, 40, 30));
   EXPECT(fast->interior_walks() > 0);
   EXPECT_EQ(ref->interior_walks(), 0u);
 }
