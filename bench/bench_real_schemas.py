@@ -59,15 +59,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import _f, _ratio  # noqa: E402
 from bench_json_schema import (  # noqa: E402
-    DEFAULT_DATA,
-    SETS,
     SchemaCompileError,
     Walker,
     _left_to_validate,
     _validator,
     sample_files,
 )
-from bench_tails import start_engines  # noqa: E402
+from bench_tails import add_sample_args, start_engines  # noqa: E402
 
 CLOCK = time.perf_counter_ns  # --clock cpu: time.thread_time_ns
 
@@ -451,11 +449,7 @@ def report(recs: list[Rec], names: list[str], any_order: bool = True) -> dict[st
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--sets", default=",".join(SETS))
-    ap.add_argument("--per-set", type=int, default=20, help="schemas sampled per set")
-    ap.add_argument("--engines", default="corral,llguidance,xgrammar,xgrammar-dyn")
-    ap.add_argument("--extra-properties", default="spec", choices=["spec", "schema"])
+    add_sample_args(ap, "schemas sampled per set")
     ap.add_argument("--instances", type=int, default=2, help="valid walks per schema (each also reordered)")
     ap.add_argument("--invalid", type=int, default=3, help="near-miss instances per schema")
     ap.add_argument("--attempts", type=int, default=6, help="walks tried per schema")

@@ -518,13 +518,19 @@ def report(groups: list[tuple[str, list[Rec]]], names: list[str]) -> dict[str, A
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_sample_args(ap: argparse.ArgumentParser, per_set_help: str) -> None:
+    """The options this script shares with bench_real_schemas.py: the jsonschemabench sample,
+    the engines and corral's extra_properties mode."""
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--sets", default=",".join(SETS))
-    ap.add_argument("--per-set", type=int, default=20, help="schemas sampled per set (0: counted cases only)")
+    ap.add_argument("--per-set", type=int, default=20, help=per_set_help)
     ap.add_argument("--engines", default="corral,llguidance,xgrammar,xgrammar-dyn")
     ap.add_argument("--extra-properties", default="spec", choices=["spec", "schema"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_sample_args(ap, "schemas sampled per set (0: counted cases only)")
     ap.add_argument("--instances", type=int, default=2, help="walk instances timed per schema")
     ap.add_argument("--attempts", type=int, default=4, help="walks tried per schema")
     ap.add_argument("--max-walk", type=int, default=160)

@@ -2,6 +2,7 @@
 #include "compile.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "compile_times.hpp"
 #include "distinct.hpp"
@@ -68,7 +69,17 @@ std::shared_ptr<const CompiledGrammar> compile_json(std::shared_ptr<const Vocabu
   return compile_grammar(json_grammar_text(), "root", std::move(vocab), limits);
 }
 
-ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
+namespace {
+
+// `root ::= rhs` lowered with at most `max_states` DFA states per terminal: the grammar, or
+// (Kind::Empty / Kind::TooBig, no grammar) when its language is empty or over the budget.
+// Malformed text throws CompileError. Shared by the probes below.
+struct LoweredProbe {
+  ProbeResult::Kind kind;
+  std::optional<Grammar> grammar;
+};
+
+LoweredProbe lower_probe(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
   Limits l = limits;
   l.max_dfa_states = max_states;
   Budget budget(l.max_compile_ms);
@@ -77,39 +88,34 @@ ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, con
   text += "\n";
   GrammarAst ast = parse_grammar_text(text, "root", l);  // malformed text: CompileError
   try {
-    Grammar g = lower_grammar(ast, l, budget);
-    std::uint64_t states = 0;
-    for (const Terminal& t : g.terminals)
-      if (!t.is_token && !t.is_slot) states += t.dfa.num_states();
-    return {ProbeResult::Kind::States, states};
+    return {ProbeResult::Kind::States, lower_grammar(ast, l, budget)};
   } catch (const EmptyLanguageError&) {
-    return {ProbeResult::Kind::Empty, 0};
+    return {ProbeResult::Kind::Empty, std::nullopt};
   } catch (const LimitExceeded&) {
-    return {ProbeResult::Kind::TooBig, 0};
+    return {ProbeResult::Kind::TooBig, std::nullopt};
   }
 }
 
+}  // namespace
+
+ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
+  const LoweredProbe p = lower_probe(rhs, max_states, limits);
+  if (!p.grammar) return {p.kind, 0};
+  std::uint64_t states = 0;
+  for (const Terminal& t : p.grammar->terminals)
+    if (!t.is_token && !t.is_slot) states += t.dfa.num_states();
+  return {ProbeResult::Kind::States, states};
+}
+
 int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
-  Limits l = limits;
-  l.max_dfa_states = max_states;
-  Budget budget(l.max_compile_ms);
-  std::string text = "root ::= ";
-  text.append(rhs);
-  text += "\n";
-  GrammarAst ast = parse_grammar_text(text, "root", l);  // malformed text: CompileError
-  try {
-    Grammar g = lower_grammar(ast, l, budget);
-    const Terminal* only = nullptr;
-    for (const Terminal& t : g.terminals) {
-      if (t.is_token || t.is_slot || only != nullptr) return 0;
-      only = &t;
-    }
-    return only != nullptr && every_prefix_open_ended(only->dfa) ? 1 : 0;
-  } catch (const EmptyLanguageError&) {
-    return 0;
-  } catch (const LimitExceeded&) {
-    return -1;
+  const LoweredProbe p = lower_probe(rhs, max_states, limits);
+  if (!p.grammar) return p.kind == ProbeResult::Kind::TooBig ? -1 : 0;
+  const Terminal* only = nullptr;
+  for (const Terminal& t : p.grammar->terminals) {
+    if (t.is_token || t.is_slot || only != nullptr) return 0;
+    only = &t;
   }
+  return only != nullptr && every_prefix_open_ended(only->dfa) ? 1 : 0;
 }
 
 void check_regex(std::string_view pattern, const Limits& limits) {
