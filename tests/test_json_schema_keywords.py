@@ -413,6 +413,7 @@ ARRAYS = _arrays([1, 2, "a", None], 4)
         {"contains": {"const": 2}, "maxContains": 2},
         {"type": "array", "contains": True, "maxContains": 2},
         {"type": "array", "contains": {"type": ["string", "number"]}, "maxContains": 1},
+        {"type": "array", "contains": {"multipleOf": 2}, "minContains": 1, "maxContains": 1},
     ],
 )
 def test_contains_is_exact(schema: Any, tok: corral.Tokenizer) -> None:
@@ -428,15 +429,16 @@ def test_contains_is_exact(schema: Any, tok: corral.Tokenizer) -> None:
 
 
 def test_contains_that_cannot_be_split_keeps_max_contains_post_checked(tok: corral.Tokenizer) -> None:
-    # "Not a multiple of 3" has no schema: maxContains is left to validate().
-    schema = {"type": "array", "contains": {"multipleOf": 3}, "minContains": 1, "maxContains": 1}
+    # "Not a multiple of 0.5" has no exact schema (validators divide by a decimal step in
+    # floating point): maxContains is left to validate().
+    schema = {"type": "array", "contains": {"multipleOf": 0.5}, "minContains": 1, "maxContains": 1}
     g = corral.compile_json_schema(schema, tok)
     st = statuses(g)
-    assert st["contains"] == {"enforced"} and st["maxContains"] == {"checked after decoding"}
-    assert not accepts(g, "[1, 2]")  # the lower bound is still enforced
-    assert accepts(g, "[3]")
-    with pytest.raises(corral.OutputValidationError):
-        g.validate("[3, 6]")
+    assert st["maxContains"] == {"checked after decoding"}
+    assert accepts(g, "[1.5]")
+    for over in ("[1.5, 3]", "[0.25, 0.75]"):  # two matches, none
+        with pytest.raises(corral.OutputValidationError):
+            g.validate(over)
     # Bounds have a complement (numbers outside them, non-numbers): maxContains is enforced.
     schema = {"type": "array", "contains": {"minimum": 2, "maximum": 8}, "minContains": 1, "maxContains": 1}
     g = corral.compile_json_schema(schema, tok)
@@ -510,12 +512,17 @@ def test_if_then_else_on_a_discriminator_is_enforced(tok: corral.Tokenizer) -> N
 
 
 def test_if_that_is_not_a_discriminator_stays_post_checked(tok: corral.Tokenizer) -> None:
-    # "Not a multiple of 3" has no schema: the condition cannot be negated.
-    schema = {"if": {"multipleOf": 3}, "then": {"minimum": 10}}
+    # "Not a multiple of 0.5" has no exact schema: the condition cannot be negated.
+    schema = {"if": {"multipleOf": 0.5}, "then": {"minimum": 10}}
     g = corral.compile_json_schema(schema, tok)
     assert statuses(g)["if"] == {"checked after decoding"}
     with pytest.raises(corral.OutputValidationError):
         g.validate("3")
+    # An integer step negates to the fractions and the other integers: enforced.
+    schema = {"if": {"multipleOf": 3}, "then": {"minimum": 10}}
+    g = corral.compile_json_schema(schema, tok)
+    assert statuses(g)["if"] == {"enforced"}
+    assert_exact(schema, [-3, 0, 1, 2.5, 3, 4, 9, 10, 12, 13, 15, "x", None], tok)
     # Two bounds negate to two intervals (and the non-numbers): enforced.
     schema = {"if": {"minimum": 3, "maximum": 5}, "then": {"multipleOf": 2}}
     g = corral.compile_json_schema(schema, tok)

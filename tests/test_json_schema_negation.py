@@ -66,6 +66,36 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         [[1], ["a", 2], [], ["a"], ["a", "b"]],
     ),
     (
+        "not multipleOf",
+        {"type": "integer", "not": {"multipleOf": 3}},
+        [1, 2, -1, -4, 10, 0, 3, -3, 6, 9.0, 300],
+    ),
+    (
+        "not multipleOf on numbers, bounded",
+        {"type": "number", "minimum": -5, "maximum": 20, "not": {"multipleOf": 4}},
+        [1, 2.5, -0.75, 19, -5, 0, 4, 8.0, -4, 20, 21, -6],
+    ),
+    (
+        "not multipleOf beside a multipleOf",
+        {"type": "integer", "multipleOf": 2, "not": {"multipleOf": 3}},
+        [2, 4, -8, 10, 0, 6, -12, 3, 5],
+    ),
+    (
+        "not multipleOf 1 (the non-integers)",
+        {"not": {"multipleOf": 1}},
+        [0.5, -1.25, 3.0001, 1, 0, -7, 2.0, "x", None],
+    ),
+    (
+        "oneOf of two multipleOf",
+        {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]},
+        [2, 3, 4, 9, -2, 6, 0, 12, 1, 5],
+    ),
+    (
+        "oneOf of an enum and a multipleOf",  # (the enum filtered by the integer complement)
+        {"oneOf": [{"enum": [3, 4, 6, 7.5, "x"]}, {"type": "integer", "multipleOf": 3, "maximum": 30}]},
+        [4, 7.5, "x", 9, 30, 3, 6, 33, 5],
+    ),
+    (
         "oneOf overlapping bounds",
         {"oneOf": [{"type": "number", "minimum": 0}, {"type": "number", "maximum": 10}]},
         [-5, 11, 10.5, 0, 5, 10, "x"],
@@ -149,21 +179,31 @@ def test_enforced_exactly_against_jsonschema(
 
 
 def test_unexpressible_complements_stay_in_the_report(llama32: corral.Tokenizer) -> None:
-    # "Not a multiple of 3", not of a two-branch oneOf: checked after decoding, and validate()
-    # rejects what the grammar let through.
-    g = corral.compile_json_schema({"type": "integer", "not": {"multipleOf": 3}}, llama32)
+    # "Not a multiple of 0.5" (validators divide by a decimal step in floating point), not of a
+    # two-branch oneOf: checked after decoding, and validate() rejects what the grammar let through.
+    g = corral.compile_json_schema({"type": "number", "not": {"multipleOf": 0.5}}, llama32)
     assert [e.keyword for e in g.report.checked_after()] == ["not"]
-    assert _accepts(g, llama32, "6")
+    assert _accepts(g, llama32, "1.5")
     with pytest.raises(corral.OutputValidationError):
-        g.validate("6")
-    overlap = {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}
+        g.validate("1.5")
+    overlap = {"oneOf": [{"type": "number", "multipleOf": 0.5}, {"type": "integer", "multipleOf": 3}]}
     g = corral.compile_json_schema(overlap, llama32)
-    assert [e.keyword for e in g.report.checked_after()] == ["oneOf"]
+    assert "oneOf" in [e.keyword for e in g.report.checked_after()]
     with pytest.raises(corral.OutputValidationError):
         g.validate("6")
     assert g.validate("4") == 4
     with pytest.raises(corral.UnsupportedSchemaError):
-        corral.compile_json_schema({"type": "integer", "not": {"multipleOf": 3}}, llama32, strict=True)
+        corral.compile_json_schema({"type": "number", "not": {"multipleOf": 0.5}}, llama32, strict=True)
+
+
+def test_not_multiple_of_past_the_state_budget_stays_in_the_report(llama32: corral.Tokenizer) -> None:
+    # Residues mod a large step need too many automaton states: reported, and validate() holds.
+    schema = {"type": "integer", "maximum": 10**30, "not": {"multipleOf": 1000003}}
+    g = corral.compile_json_schema(schema, llama32)
+    assert "not" in [e.keyword for e in g.report.checked_after()]
+    with pytest.raises(corral.OutputValidationError):
+        g.validate(str(1000003 * 7))
+    assert g.validate("1000004") == 1000004
 
 
 def _nested_not(depth: int) -> Any:

@@ -8,9 +8,11 @@ Out: a :class:`Automaton` over the characters of a JSON number text, which
 
 Languages (exact):
 * :func:`integer_multiples`: canonical integers ``-?(0|[1-9][0-9]*)`` (never ``-0``) that are
-  multiples of ``k`` and lie in ``[lo, hi]`` (either bound may be ``None``). States are
+  multiples of ``k``, of none of ``excluded`` (the complement of a ``multipleOf``, so ``0`` is
+  out whenever one is excluded), and lie in ``[lo, hi]`` (either bound may be ``None``). States are
   (digits read, comparison of the prefix with each bound's prefix, residue mod ``k``): the
-  usual digit automaton, so the count grows with ``k`` times the number of digits of the bounds.
+  usual digit automaton (residues mod the lcm of ``k`` and ``excluded``), so the count grows
+  with that lcm times the number of digits of the bounds.
 * :func:`decimal_multiples`: plain decimal texts ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?`` (no exponent)
   whose value is an exact multiple of ``p / 10**s``: the digits up to the ``s``-th fractional
   one, read as an integer scaled by ``10**s``, must be a multiple of ``p``; later fractional
@@ -22,6 +24,7 @@ Both return ``None`` when the automaton would need more than ``max_states`` stat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -121,14 +124,16 @@ def _cmp(a: int, b: int) -> int:
 
 class _Magnitudes:
     """Canonical digit strings of integers x in [low, high] (high None: unbounded), low >= 1,
-    with x % k == 0. States: (digits read (capped when it no longer matters), prefix vs low's
-    prefix, prefix vs high's prefix, residue)."""
+    with x % k == 0 and x % e != 0 for every excluded e. States: (digits read (capped when it
+    no longer matters), prefix vs low's prefix, prefix vs high's prefix, residue)."""
 
-    def __init__(self, tag: str, low: int, high: int | None, k: int) -> None:
+    def __init__(self, tag: str, low: int, high: int | None, k: int, excluded: tuple[int, ...] = ()) -> None:
         self.tag = tag
         self.low = str(low)
         self.high = None if high is None else str(high)
-        self.k = k
+        self.excluded = excluded
+        self.k = math.lcm(k, *excluded)  # (a residue mod the lcm decides both tests)
+        self.step_k = k
 
     def first(self, d: int) -> State | None:
         return self._step((self.tag, 0, 0, 0, 0), d)
@@ -161,16 +166,19 @@ class _Magnitudes:
     def accepts(self, st: State) -> bool:
         state: tuple[str, int, int, int, int] = st  # type: ignore[assignment]
         _, j, cl, ch, r = state
-        if r != 0:
+        if r % self.step_k != 0 or any(r % e == 0 for e in self.excluded):
             return False
         if j < len(self.low) or (j == len(self.low) and cl < 0):
             return False
         return self.high is None or j < len(self.high) or (j == len(self.high) and ch <= 0)
 
 
-def integer_multiples(k: int, lo: int | None, hi: int | None, max_states: int = 5000) -> Automaton | None:
-    """Canonical integers in [lo, hi] that are multiples of k (see the module docstring)."""
-    if k < 1:
+def integer_multiples(
+    k: int, lo: int | None, hi: int | None, max_states: int = 5000, excluded: tuple[int, ...] = ()
+) -> Automaton | None:
+    """Canonical integers in [lo, hi] that are multiples of k and of none of `excluded` (see
+    the module docstring)."""
+    if k < 1 or any(e < 1 for e in excluded):
         raise ValueError("the step must be positive")
     if lo is not None and hi is not None and lo > hi:
         raise ValueError("empty range")
@@ -178,11 +186,11 @@ def integer_multiples(k: int, lo: int | None, hi: int | None, max_states: int = 
     a.edges[a.start] = []
     sides: list[tuple[str, _Magnitudes]] = []
     if hi is None or hi >= 1:
-        sides.append(("", _Magnitudes("p", max(lo if lo is not None else 1, 1), hi, k)))
+        sides.append(("", _Magnitudes("p", max(lo if lo is not None else 1, 1), hi, k, excluded)))
     if lo is None or lo <= -1:
         neg_high = None if lo is None else -lo
-        sides.append(("-", _Magnitudes("n", max(1, -hi if hi is not None else 1), neg_high, k)))
-    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        sides.append(("-", _Magnitudes("n", max(1, -hi if hi is not None else 1), neg_high, k, excluded)))
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0) and not excluded:  # (0 is a multiple of all)
         a.edges[a.start].append(("0", ("zero",)))
         a.edges[("zero",)] = []
         a.accepting.add(("zero",))

@@ -23,7 +23,13 @@ from typing import Any
 
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _KNOWN, _NOT_MATCHING, _UNMERGED
+from corral.grammar.json_schema.keywords import (
+    _ANNOTATIONS,
+    _KNOWN,
+    _NOT_MATCHING,
+    _NOT_MULTIPLE_OF,
+    _UNMERGED,
+)
 from corral.grammar.json_schema.patterns import _safe_search
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr
 
@@ -136,7 +142,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
             out[key] = _conjoin(va, vb)
         elif key == "not":
             out[key] = {"anyOf": [va, vb]}  # not A and not B = not (A or B)
-        elif key == _NOT_MATCHING:
+        elif key in (_NOT_MATCHING, _NOT_MULTIPLE_OF):
             out[key] = [*va, *(p for p in vb if p not in va)]
         elif key in ("anyOf", "oneOf"):
             out.setdefault("allOf", [])

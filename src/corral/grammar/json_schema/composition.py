@@ -33,7 +33,14 @@ from typing import Any
 
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _KNOWN, _NOT_MATCHING, _PLAIN_NUMBERS
+from corral.grammar.json_schema.keywords import (
+    _ANNOTATIONS,
+    _FRACTION,
+    _KNOWN,
+    _NOT_MATCHING,
+    _NOT_MULTIPLE_OF,
+    _PLAIN_NUMBERS,
+)
 from corral.grammar.json_schema.literals import _satisfies
 from corral.grammar.json_schema.util import _has_ref, _json_equal, _kind, _NoValue, _ptr
 
@@ -233,7 +240,8 @@ def _complement(c_schema: Any, resolve: Resolve | None = None, depth: int = 0) -
     is not expressible (or past _MAX_BRANCHES / _MAX_DEPTH). De Morgan over the keywords: a value
     fails a schema iff it violates one of its keywords, and each keyword's violators are written
     when they are a schema — ``type``, ``const``/``enum`` of scalars, numeric bounds, the
-    counts, ``pattern`` (via the grammar's ``-``, keyword _NOT_MATCHING), ``required``,
+    counts, ``pattern`` (via the grammar's ``-``, keyword _NOT_MATCHING), an integer
+    ``multipleOf`` (fractions and the integers of _NOT_MULTIPLE_OF), ``required``,
     ``properties``, ``items``, ``contains``, ``not``, ``allOf``, ``anyOf`` and ``$ref`` (with
     `resolve`). Numbers outside a value set or bound are written in plain decimal spellings."""
     if depth > _MAX_DEPTH:
@@ -301,6 +309,15 @@ def _violators(
         return [{"type": kind, other: value + step}]
     if key == "pattern":
         return [{"type": "string", _NOT_MATCHING: [value]}] if isinstance(value, str) else None
+    if key == "multipleOf":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return None  # (a decimal step: validators divide in floating point, no exact set)
+        # Non-integral numbers are multiples of no integer (their 15-digit spellings stay
+        # non-integral as floats, see _FRACTION); integers are judged exactly (Python's %).
+        parts: list[Any] = [{"type": "number", _FRACTION: True}]
+        if value > 1:  # (every integer is a multiple of 1)
+            parts.append({"type": "integer", _NOT_MULTIPLE_OF: [value]})
+        return parts
     if key == "required":
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             return None

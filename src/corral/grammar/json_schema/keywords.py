@@ -123,3 +123,6 @@ _NOT_MATCHING = "$corral:not-matching"
 # digits (so a validator's float is not integral either: 15 digits survive the round trip).
 # Set on the number branch of the complement of ``type: integer``.
 _FRACTION = "$corral:fraction"
+# Internal keyword: positive integers an integer must NOT be a multiple of (the integer branch of
+# the complement of an integer ``multipleOf``; 0 is a multiple of every one, so it is out too).
+_NOT_MULTIPLE_OF = "$corral:not-multiple-of"

@@ -22,7 +22,7 @@ from typing import Any
 from corral.errors import SchemaError
 from corral.grammar import formats, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _NOT_MATCHING
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _NOT_MATCHING, _NOT_MULTIPLE_OF
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr, _regex_terminal
 
 
@@ -133,7 +133,7 @@ _COUNTED: dict[str, type] = {
 # Keywords _satisfies answers itself: `type`, `const`/`enum` (a oneOf of consts filters each
 # branch's value by the others') and the converter's internal ones (oneOf exclusivity puts
 # _NOT_MATCHING beside every enum of a branch).
-_DIRECT = frozenset({"type", "const", "enum", *_BOUNDS, _NOT_MATCHING, _FRACTION})
+_DIRECT = frozenset({"type", "const", "enum", *_BOUNDS, _NOT_MATCHING, _FRACTION, _NOT_MULTIPLE_OF})
 
 
 def _bounds_check(schema: dict[str, Any], value: Any) -> bool | None:
@@ -170,13 +170,19 @@ def _listed_check(schema: dict[str, Any], value: Any) -> bool | None:
 
 def _internal_check(schema: dict[str, Any], value: Any) -> bool | None:
     """`value` against the internal keywords as _validator's handlers judge them (each runs
-    whenever its keyword is present); None when _NOT_MATCHING is not a list of strings."""
+    whenever its keyword is present); None when _NOT_MATCHING is not a list of strings or
+    _NOT_MULTIPLE_OF not one of positive integers."""
     patterns = schema.get(_NOT_MATCHING, [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         return None
     if isinstance(value, str) and any(_search(p, value) for p in patterns):
         return False
     integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    steps = schema.get(_NOT_MULTIPLE_OF, [])
+    if not isinstance(steps, list) or not all(isinstance(e, int) and e >= 1 for e in steps):
+        return None
+    if integral and not isinstance(value, bool) and any(int(value) % e == 0 for e in steps):
+        return False
     return not (_FRACTION in schema and integral)
 
 
@@ -212,6 +218,7 @@ _VALIDATING = frozenset(
         *("unevaluatedItems", "unevaluatedProperties", "uniqueItems", "type"),
         _NOT_MATCHING,
         _FRACTION,
+        _NOT_MULTIPLE_OF,
     }
 )
 
@@ -255,8 +262,14 @@ def _validator() -> Any:
         if isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer()):
             yield jsonschema.ValidationError(f"{instance!r} is an integer")
 
+    def not_multiple_of(validator: Any, steps: Any, instance: Any, schema: Any) -> Any:
+        integral = isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer())
+        if integral and not isinstance(instance, bool) and any(int(instance) % e == 0 for e in steps):
+            yield jsonschema.ValidationError(f"{instance!r} is a multiple of one of {steps!r}")
+
     return jsonschema.validators.extend(
-        jsonschema.Draft202012Validator, {_NOT_MATCHING: not_matching, _FRACTION: fraction}
+        jsonschema.Draft202012Validator,
+        {_NOT_MATCHING: not_matching, _FRACTION: fraction, _NOT_MULTIPLE_OF: not_multiple_of},
     )
 
 

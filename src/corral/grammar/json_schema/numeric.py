@@ -21,7 +21,7 @@ from typing import Any
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar import multiples, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _FRACTION, _PLAIN_NUMBERS
+from corral.grammar.json_schema.keywords import _FRACTION, _NOT_MULTIPLE_OF, _PLAIN_NUMBERS
 from corral.grammar.json_schema.util import _NoValue, _ptr, _regex_terminal
 
 
@@ -63,7 +63,7 @@ class NumbersMixin(ConverterCore):
             raise _NoValue("no integer is a non-integral number", pointer)
         if fraction and "multipleOf" in schema:
             raise UnsupportedSchemaError("multipleOf of non-integral numbers", _ptr(pointer, "multipleOf"))
-        if "multipleOf" in schema:
+        if "multipleOf" in schema or _NOT_MULTIPLE_OF in schema:
             body = self.multiple_body(schema, pointer, integer, (lo, lo_x), (hi, hi_x))
             if body is not None:
                 return body
@@ -101,9 +101,19 @@ class NumbersMixin(ConverterCore):
         under ``type: number``), so the value is an exact integer for every validator. A
         non-integer multipleOf (``0.01``, ``1.5``) is generated as exact decimal multiples, but
         validators divide by it in floating point (``0.3 / 0.1`` is not an integer there), so it
-        is also checked after decoding."""
+        is also checked after decoding. The integers of _NOT_MULTIPLE_OF (a complement's branch
+        for ``not: {multipleOf: k}``) are left out in the same automaton (residues mod the lcm)."""
         where = _ptr(pointer, "multipleOf")
-        step = schema["multipleOf"]
+        step = schema.get("multipleOf", 1)
+        excluded = _excluded_steps(schema.get(_NOT_MULTIPLE_OF, []))
+        if excluded and not integer:
+            # (complement branches carry type: integer; anything else is not one of them)
+            self.cannot_enforce(
+                _ptr(pointer, "not"), "not", "integers outside a multipleOf, on a non-integer"
+            )
+            excluded = ()
+        if "multipleOf" not in schema and not excluded:
+            return None  # (the bounds alone)
         if (
             isinstance(step, bool)
             or not isinstance(step, (int, float))
@@ -131,22 +141,30 @@ class NumbersMixin(ConverterCore):
                 int_hi = int(f) - (1 if hi_x and f == hi else 0)
             if int_lo is not None and int_hi is not None and int_lo > int_hi:
                 raise _NoValue("no integer satisfies the bounds", pointer)
-            if k == 1:
+            if k == 1 and not excluded:
                 rule = _regex_terminal(numbers.integer_regex(int_lo, int_hi))
             else:
                 try:
-                    automaton = multiples.integer_multiples(k, int_lo, int_hi, self.opt.max_machine_states)
+                    automaton = multiples.integer_multiples(
+                        k, int_lo, int_hi, self.opt.max_machine_states, excluded
+                    )
                 except ValueError:
                     raise _NoValue(f"no multiple of {step} satisfies the bounds", where) from None
                 if automaton is None:
-                    self.cannot_enforce(
-                        where, "multipleOf", f"step {step} with these bounds needs too many states"
-                    )
+                    if "multipleOf" in schema:
+                        self.cannot_enforce(
+                            where, "multipleOf", f"step {step} with these bounds needs too many states"
+                        )
+                    if excluded:
+                        self.cannot_enforce(
+                            _ptr(pointer, "not"), "not", "integers outside a multipleOf need too many states"
+                        )
                     return None
                 rule = automaton.rules(self.new_rule, self.rules)
-            if exact:
+            # (Without multipleOf only the complement's exclusion is here: negation notes `not`.)
+            if "multipleOf" in schema and exact:
                 self.note(where, "multipleOf", "enforced", "" if integer else "integer spellings only")
-            else:
+            elif "multipleOf" in schema:
                 self.cannot_enforce(where, "multipleOf", float_note)
             return rule
         if lo is not None or hi is not None:
@@ -158,6 +176,15 @@ class NumbersMixin(ConverterCore):
             return None
         self.cannot_enforce(where, "multipleOf", float_note)
         return automaton.rules(self.new_rule, self.rules)
+
+
+def _excluded_steps(value: Any) -> tuple[int, ...]:
+    """The steps of _NOT_MULTIPLE_OF (set by composition._violators: positive integers)."""
+    if not isinstance(value, list) or not all(
+        isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in value
+    ):
+        raise SchemaError(f"{_NOT_MULTIPLE_OF} must list positive integers")
+    return tuple(dict.fromkeys(value))
 
 
 # Non-integral numbers in plain spellings with at most 15 significant digits (and at most 20
