@@ -24,6 +24,11 @@ CLEAN: list[tuple[str, str, Any]] = [
     ("enum of labels", "json_schema", {"enum": ["billing", "bug", "feature"]}),
     ("const string", "json_schema", {"const": "v1"}),
     ("bounded array", "json_schema", {"type": "array", "items": {"type": "integer"}, "maxItems": 5}),
+    (
+        "bounded unique array",
+        "json_schema",
+        {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 5},
+    ),
     ("date format", "json_schema", {"type": "string", "format": "date"}),
     ("pattern string", "json_schema", {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}),
     ("allOf agreeing bounds", "json_schema", {"allOf": [{"type": "integer", "minimum": 1}, {"maximum": 10}]}),
@@ -228,6 +233,18 @@ FLAWED: list[tuple[str, str, Any, set[str]]] = [
         {"W203"},
     ),
     ("unbounded array", "json_schema", {"type": "array", "items": {"type": "boolean"}}, {"W204"}),
+    (
+        "unique integers capped by the mask",
+        "json_schema",
+        {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+        {"W204", "W210"},
+    ),
+    (
+        "unique integers past max_unique_items",
+        "json_schema",
+        {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 1000},
+        {"W210"},
+    ),
     ("large enum", "json_schema", {"enum": [f"SKU-{i:04d}" for i in range(200)]}, {"W205"}),
     (
         "recursive tree",

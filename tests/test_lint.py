@@ -46,6 +46,21 @@ def test_flawed_constraints_get_exactly_their_codes(
     assert _codes(lint(source, kind=kind)) == codes  # type: ignore[arg-type]
 
 
+def test_the_unique_items_cap_follows_the_option() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"ids": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}},
+    }
+    (f,) = [f for f in lint(schema, max_unique_items=8).findings if f.code == "W210"]
+    assert f.pointer == "#/properties/ids/uniqueItems" and "up to 8 items" in f.message
+    within = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 8}
+    assert "W210" not in _codes(lint(within, max_unique_items=8))
+    assert "W210" in _codes(lint(within, max_unique_items=7))
+    # With the cap off the array is checked after decoding instead: W201, no W210.
+    codes = _codes(lint(schema, max_unique_items=0))
+    assert "W201" in codes and "W210" not in codes
+
+
 def test_findings_name_where_the_problem_is() -> None:
     r = lint({"type": "object", "properties": {"age": {"type": "integer", "minimum": 9, "maximum": 3}}})
     (f,) = r.errors

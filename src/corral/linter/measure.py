@@ -101,6 +101,7 @@ def _compile(
             findings.append(
                 Finding("W201", f"{e.keyword} is checked after decoding, not by the mask{why}", e.pointer)
             )
+        findings.extend(_capped_unique_arrays(report, opts.max_unique_items))
         grammar: Any = schema_grammar(raw, text, report, tok, limits)
         cost.compile_ms = (time.perf_counter() - t1) * 1e3
     elif kind == "regex":
@@ -114,6 +115,25 @@ def _compile(
     cost.grammar_rules = sum(1 for line in text.splitlines() if "::=" in line)
     cost.terminals = int(grammar._native.num_terminals)
     return grammar, cost, findings
+
+
+def _capped_unique_arrays(report: Any, cap: int) -> list[Finding]:
+    """W210 for each ``uniqueItems`` array the mask closes at ``max_unique_items`` items (no
+    ``maxItems``, or a larger one): stricter than the schema, so longer valid arrays are never
+    generated."""
+    from corral.grammar.json_schema.unique_items import CAPPED_AT
+
+    mark = CAPPED_AT.format(cap=cap)
+    return [
+        Finding(
+            "W210",
+            f"uniqueItems is enforced up to {cap} items (max_unique_items): the mask closes the array "
+            "there; set maxItems (or max_unique_items) to say how many are wanted",
+            e.pointer,
+        )
+        for e in report.enforced()
+        if e.keyword == "uniqueItems" and e.detail and mark in e.detail
+    ]
 
 
 def _walk(grammar: Any, tok: Tokenizer, steps: int, seed: int, cost: Cost) -> Tightness:

@@ -86,6 +86,12 @@ _TABLE = [
         "warning",
         "a value that looks per-request (id, email, timestamp): every request compiles anew",
     ),
+    Rule(
+        "W210",
+        "capped-unique-array",
+        "warning",
+        "a uniqueItems array the mask closes at max_unique_items items (no maxItems within it)",
+    ),
     Rule("W301", "near-budget", "warning", "conversion or compile time at least half of its limit"),
     Rule(
         "W302",

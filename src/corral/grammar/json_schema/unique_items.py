@@ -67,6 +67,9 @@ from corral.grammar.json_schema.util import _NoValue, _ptr
 
 #: The most distinct item values a unique array is enforced for (see the module docstring).
 MAX_UNIQUE_VALUES = 32
+#: The report detail of a distinct array capped at ``max_unique_items`` items (the linter's W210
+#: reads it from the report: one spelling here).
+CAPPED_AT = "capped at {cap} items (max_unique_items): the mask closes the array there"
 #: The default of ``SchemaOptions.max_unique_items``: the most items a distinct group remembers.
 MAX_REMEMBERED_ITEMS = 256
 # Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
@@ -260,7 +263,7 @@ class UniqueItemsMixin(ConverterCore):
         item, what = found
         detail = f"{what}, kept distinct by the matcher (it remembers each closed item)"
         if hi is None or hi > cap:
-            detail += f"; capped at {cap} items (max_unique_items): the mask closes the array there"
+            detail += f"; {CAPPED_AT.format(cap=cap)}"
             hi = cap
         return self._group_array(schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo, detail)
 
