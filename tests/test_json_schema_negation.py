@@ -86,6 +86,16 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         [0.5, -1.25, 3.0001, 1, 0, -7, 2.0, "x", None],
     ),
     (
+        "not prefixItems",
+        {"type": "array", "maxItems": 3, "not": {"prefixItems": [{"type": "integer"}, {"const": "a"}]}},
+        [["x"], [1, "b"], [1, 2, 3], [1.5], [], [1], [1, "a"], [2, "a", None]],
+    ),
+    (
+        "not prefixItems with a false position",
+        {"type": "array", "maxItems": 2, "not": {"prefixItems": [True, False]}},
+        [[1, 2], [None, "x"], [], [1]],
+    ),
+    (
         "oneOf of two multipleOf",
         {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]},
         [2, 3, 4, 9, -2, 6, 0, 12, 1, 5],

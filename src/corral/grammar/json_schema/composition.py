@@ -242,8 +242,9 @@ def _complement(c_schema: Any, resolve: Resolve | None = None, depth: int = 0) -
     when they are a schema — ``type``, ``const``/``enum`` of scalars, numeric bounds, the
     counts, ``pattern`` (via the grammar's ``-``, keyword _NOT_MATCHING), an integer
     ``multipleOf`` (fractions and the integers of _NOT_MULTIPLE_OF), ``required``,
-    ``properties``, ``items``, ``contains``, ``not``, ``allOf``, ``anyOf`` and ``$ref`` (with
-    `resolve`). Numbers outside a value set or bound are written in plain decimal spellings."""
+    ``properties``, ``items``, ``prefixItems`` (without ``items``), ``contains``, ``not``,
+    ``allOf``, ``anyOf`` and ``$ref`` (with `resolve`). Numbers outside a value set or bound
+    are written in plain decimal spellings."""
     if depth > _MAX_DEPTH:
         return None
     if c_schema is True:
@@ -340,6 +341,17 @@ def _violators(
         if c is None:
             return None
         return [{"type": "array", "contains": _any_of(c)}] if c else []
+    if key == "prefixItems":
+        if "items" in schema or not isinstance(value, list):
+            return None  # (with items: "a later item fails items" has no schema)
+        out = []
+        for i, sub in enumerate(value):
+            c = _complement(sub, resolve, depth + 1)
+            if c is None:
+                return None
+            if c:  # an array long enough to have item i, and item i fails its schema
+                out.append({"type": "array", "minItems": i + 1, "prefixItems": [True] * i + [_any_of(c)]})
+        return out
     if key == "contains":
         if "minContains" in schema or "maxContains" in schema:
             return None
