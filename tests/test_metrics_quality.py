@@ -27,8 +27,9 @@ WORD = {"type": "object", "properties": {"word": {"type": "string", "maxLength":
 STORY = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}
 # Every output violates these: two empty strings are never unique (string items stay checked
 # after decoding; a finite item set such as one integer would be refused at compile time); every
-# integer "a" is a multiple of 1, which "not" forbids (a complement the grammar cannot write, so
-# it is checked after decoding).
+# integer "a" is a multiple of 0.5, which "not" forbids (the complement of a decimal step is one
+# the grammar cannot write, so it is checked after decoding; that of an integer step is enforced,
+# and would make this schema one no value satisfies, refused at compile time).
 NOT_UNIQUE = {
     "type": "array",
     "items": {"type": "string", "maxLength": 0},
@@ -41,7 +42,7 @@ FORBIDDEN = {
     "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}},
     "required": ["a"],
     "additionalProperties": False,
-    "not": {"properties": {"a": {"multipleOf": 1}}},
+    "not": {"properties": {"a": {"multipleOf": 0.5}}},
 }
 
 
