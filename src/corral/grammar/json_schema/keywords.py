@@ -126,3 +126,10 @@ _FRACTION = "$corral:fraction"
 # Internal keyword: positive integers an integer must NOT be a multiple of (the integer branch of
 # the complement of an integer ``multipleOf``; 0 is a multiple of every one, so it is out too).
 _NOT_MULTIPLE_OF = "$corral:not-multiple-of"
+
+
+def _steps_ok(steps: object) -> bool:
+    """Is `steps` a well-formed _NOT_MULTIPLE_OF value: a list of positive integers (no bools)?"""
+    return isinstance(steps, list) and all(
+        isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in steps
+    )

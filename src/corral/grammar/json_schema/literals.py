@@ -22,7 +22,13 @@ from typing import Any
 from corral.errors import SchemaError
 from corral.grammar import formats, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _FRACTION, _NOT_MATCHING, _NOT_MULTIPLE_OF
+from corral.grammar.json_schema.keywords import (
+    _ANNOTATIONS,
+    _FRACTION,
+    _NOT_MATCHING,
+    _NOT_MULTIPLE_OF,
+    _steps_ok,
+)
 from corral.grammar.json_schema.util import _json_equal, _NoValue, _ptr, _regex_terminal
 
 
@@ -177,13 +183,24 @@ def _internal_check(schema: dict[str, Any], value: Any) -> bool | None:
         return None
     if isinstance(value, str) and any(_search(p, value) for p in patterns):
         return False
-    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     steps = schema.get(_NOT_MULTIPLE_OF, [])
-    if not isinstance(steps, list) or not all(isinstance(e, int) and e >= 1 for e in steps):
+    if not _steps_ok(steps):
         return None
-    if integral and not isinstance(value, bool) and any(int(value) % e == 0 for e in steps):
+    if _multiple_of_one(value, steps):
         return False
+    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     return not (_FRACTION in schema and integral)
+
+
+def _is_integer(v: Any) -> bool:
+    """Draft 2020-12's integer (and jsonschema's checker for it): a number with a zero fraction."""
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+
+
+def _multiple_of_one(value: Any, steps: list[int]) -> bool:
+    """Is `value` an integer that one of the positive integers `steps` divides? Exact, as
+    jsonschema judges an integer ``multipleOf`` (``%``, on a float's exact value too)."""
+    return _is_integer(value) and any(int(value) % e == 0 for e in steps)
 
 
 def _quick_check(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
@@ -229,10 +246,7 @@ _TYPE_TESTS: dict[str, Any] = {
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    # Draft 2020-12 (and jsonschema's checker for it): a number with a zero fraction.
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
+    "integer": _is_integer,
 }
 
 
@@ -263,8 +277,7 @@ def _validator() -> Any:
             yield jsonschema.ValidationError(f"{instance!r} is an integer")
 
     def not_multiple_of(validator: Any, steps: Any, instance: Any, schema: Any) -> Any:
-        integral = isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer())
-        if integral and not isinstance(instance, bool) and any(int(instance) % e == 0 for e in steps):
+        if _multiple_of_one(instance, steps):
             yield jsonschema.ValidationError(f"{instance!r} is a multiple of one of {steps!r}")
 
     return jsonschema.validators.extend(

@@ -21,7 +21,7 @@ from typing import Any
 from corral.errors import SchemaError, UnsupportedSchemaError
 from corral.grammar import multiples, numbers
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _FRACTION, _NOT_MULTIPLE_OF, _PLAIN_NUMBERS
+from corral.grammar.json_schema.keywords import _FRACTION, _NOT_MULTIPLE_OF, _PLAIN_NUMBERS, _steps_ok
 from corral.grammar.json_schema.util import _NoValue, _ptr, _regex_terminal
 
 
@@ -180,9 +180,7 @@ class NumbersMixin(ConverterCore):
 
 def _excluded_steps(value: Any) -> tuple[int, ...]:
     """The steps of _NOT_MULTIPLE_OF (set by composition._violators: positive integers)."""
-    if not isinstance(value, list) or not all(
-        isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in value
-    ):
+    if not _steps_ok(value):
         raise SchemaError(f"{_NOT_MULTIPLE_OF} must list positive integers")
     return tuple(dict.fromkeys(value))
 
