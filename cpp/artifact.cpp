@@ -1,8 +1,9 @@
 // artifact.cpp — the compiled-grammar byte format: writer and strict reader (see artifact.hpp).
 //
-// Format version 4 (2 added keyed groups: the member key and role of each production and the
+// Format version 5 (2 added keyed groups: the member key and role of each production and the
 // group table; 3 added each group's count bounds for %unique, unique.hpp; 4 added the item
-// nonterminal of %distinct groups, distinct.hpp; older artifacts are refused with
+// nonterminal of %distinct groups, distinct.hpp; 5 added each keyed group's dependencies,
+// keyed.hpp; older artifacts are refused with
 // unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
 // unsigned LEB128 varints (at most 10 bytes, minimal: no trailing zero byte), strings are a
 // varint length followed by that many bytes.
@@ -29,8 +30,10 @@
 //   keyed groups     varint count G; each: varint nonterminal (< N), varint key count, varint
 //                    count R then R varints: the required key indices (ascending, < key count),
 //                    varint (item nonterminal + 1) (< N + 1; 0: not a %distinct group), varint
-//                    minimum count (<= key count, or < 2^31 for a %distinct group; 1 for a plain
-//                    keyed group), varint maximum count (same bound; 0 = no bound).
+//                    minimum count (< 2^31; 1 for a keyed group without bounds), varint maximum
+//                    count (same bound; 0 = no bound), varint
+//                    count D (0, or the key count) then per key a varint count and that many
+//                    varints: the keys it needs (ascending, < key count).
 //                    Their consistency with the productions is checked by Grammar::finalize.
 //   terminals        varint count T; each: u8 kind (0 regex, 1 token, 2 slot), string text (the
 //                    printed /regex/, the token or the slot as written), then
@@ -272,6 +275,11 @@ std::string to_artifact(const CompiledGrammar& cg) {
     w.varint(static_cast<std::uint64_t>(k.value_nt + 1));
     w.varint(k.min_count);
     w.varint(k.max_count);
+    w.varint(k.deps.size());
+    for (const auto& d : k.deps) {
+      w.varint(d.size());
+      for (std::uint32_t j : d) w.varint(j);
+    }
   }
   w.varint(g.terminals.size());
   for (const Terminal& t : g.terminals) {
@@ -427,9 +435,20 @@ std::shared_ptr<const CompiledGrammar> load_artifact(std::string_view data, std:
       k.required.push_back(static_cast<std::uint32_t>(r.below(k.n_keys, "keyed group required key")));
     // Count bounds (unique.hpp); their consistency is checked by Grammar::finalize.
     k.value_nt = static_cast<std::int32_t>(r.below(names + 1, "distinct group item nonterminal")) - 1;
-    const std::uint64_t bound = k.distinct() ? std::uint64_t{1} << 31 : std::uint64_t{k.n_keys} + 1;
+    // Counted %keyed groups count undeclared members too, so their bounds may pass the key count.
+    const std::uint64_t bound = std::uint64_t{1} << 31;
     k.min_count = static_cast<std::uint32_t>(r.below(bound, "unique group minimum count"));
     k.max_count = static_cast<std::uint32_t>(r.below(bound, "unique group maximum count"));
+    // Dependencies (keyed.hpp); their consistency is checked by Grammar::finalize too.
+    const std::size_t ndeps = r.count("keyed group dependency count");
+    if (ndeps != 0 && ndeps != k.n_keys) throw corrupt("a keyed group's dependency table does not fit its keys", r.pos());
+    k.deps.resize(ndeps);
+    for (auto& d : k.deps) {
+      const std::size_t nd = r.count("keyed group dependencies of a key");
+      if (nd > k.n_keys) throw corrupt("a key depends on more keys than its group has", r.pos());
+      for (std::size_t i = 0; i < nd; ++i)
+        d.push_back(static_cast<std::uint32_t>(r.below(k.n_keys, "keyed group dependency")));
+    }
   }
 
   at = r.pos();

@@ -84,13 +84,13 @@ void EarleyParser::open_set() {
 void EarleyParser::add(std::uint32_t prod, std::uint32_t dot, std::uint32_t origin, std::int32_t dstate,
                        std::uint32_t aux) {
   // Keyed groups: an item that would add a key its group has already seen is never created, so
-  // no byte (and no token) can start a duplicate key (keyed.hpp).
-  // Unique groups (unique.hpp): nor one that would hold more than max_count keys.
+  // no byte (and no token) can start a duplicate key (keyed.hpp); nor one that would leave a
+  // counted group no room for its required members within max_count (keyed.hpp, unique.hpp).
   const std::int32_t key = g_->productions[prod].key;
-  if (key >= 0 && aux != 0 && !distinct_group(prod)) {
-    if (keys_.has(aux, static_cast<std::uint32_t>(key))) return;
+  if (key != kNoKey && !distinct_group(prod)) {
+    if (key >= 0 && aux != 0 && keys_.has(aux, static_cast<std::uint32_t>(key))) return;
     const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(g_->group_of[static_cast<std::size_t>(g_->productions[prod].lhs)])];
-    if (kg.max_count != 0 && key_count(keys_, aux) >= kg.max_count) return;
+    if (kg.max_count != 0 && !admits(kg, keys_, aux, key)) return;
   }
   // Normalise the DFA state: items whose next symbol is a terminal carry one (the start state
   // when just predicted or advanced); all others carry -1.
@@ -164,11 +164,12 @@ bool EarleyParser::close_set() {
       // past it only when every required key is among them (keyed.hpp).
       const std::int32_t grp = g_->group_of[static_cast<std::size_t>(lhs)];
       const std::uint32_t out = grp >= 0 ? out_keys(it) : 0;
-      // Unique groups (unique.hpp) also need min_count keys.
+      // Counted groups (unique.hpp, keyed.hpp) also need min_count members, and a key with
+      // dependencies needs them (keyed.hpp).
       const KeyedGroup* kg = grp >= 0 ? &g_->keyed[static_cast<std::size_t>(grp)] : nullptr;
       const bool distinct = kg && kg->distinct();
-      const std::uint32_t have = !kg ? 0 : distinct ? values_.count(out) : key_count(keys_, out);
-      const bool closes = !kg || (keys_.has_all(out, kg->required) && (kg->min_count <= 1 || have >= kg->min_count));
+      const std::uint32_t have = distinct ? values_.count(out) : 0;
+      const bool closes = !kg || (distinct ? kg->min_count <= 1 || have >= kg->min_count : may_close(*kg, keys_, out));
       // Distinct groups (distinct.hpp): a group with max_count values starts no other; an item
       // V that completes advances its group only past a value the group does not hold yet.
       const bool more = !distinct || kg->max_count == 0 || have < kg->max_count;
@@ -373,24 +374,26 @@ bool EarleyParser::push_byte(std::uint8_t byte) {
 std::uint32_t EarleyParser::out_keys(const Item& it) {
   if (distinct_group(it.prod)) return it.aux;  // the item's value joined when its V completed
   const std::int32_t key = g_->productions[it.prod].key;
-  return key >= 0 ? keys_.with(it.aux, static_cast<std::uint32_t>(key)) : it.aux;
+  if (key >= 0) return keys_.with(it.aux, static_cast<std::uint32_t>(key));
+  if (key != kExtraKey) return it.aux;
+  const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(g_->group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)])];
+  return with_extra(kg, keys_, it.aux);
 }
 
-// The required keys an item of a keyed group's production will not hold once it completes:
-// each costs one more member (separator + member, the group's recursive production from index
-// 1). Zero for items outside groups. Never creates sets (const): the key the item adds is
-// tested on its own.
+// The members an item of a keyed group's production still needs once it completes (required
+// keys, dependencies, members up to min_count: keyed.cpp missing_members): each costs one more
+// member (separator + member, a recursive production of the group from index 1). Zero for
+// items outside groups. Never creates sets (const): the key the item adds is tested on its own.
 std::uint64_t EarleyParser::missing_cost(const Item& it) const {
   const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)];
   if (grp < 0) return 0;
   const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(grp)];
   if (kg.distinct()) return distinct_missing_cost(*g_, kg, distinct_have(it));
-  const std::int32_t key = g_->productions[it.prod].key;
+  std::vector<std::int32_t> prods;
+  missing_members(kg, keys_, it.aux, g_->productions[it.prod].key, prods);
   std::uint64_t cost = 0;
-  for (std::uint32_t r : kg.required)
-    if (static_cast<std::int32_t>(r) != key && !keys_.has(it.aux, r))
-      cost = std::min(kInf, cost + g_->suffix_cost(static_cast<std::uint32_t>(kg.rec_prod[r]), 1));
-  return std::min(kInf, cost + count_missing_cost(*g_, kg, keys_, it.aux, key));
+  for (std::int32_t p : prods) cost = std::min(kInf, cost + g_->suffix_cost(static_cast<std::uint32_t>(p), 1));
+  return cost;
 }
 
 void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t cap) const {
@@ -401,14 +404,13 @@ void EarleyParser::append_missing(const Item& it, std::string& out, std::size_t 
     append_distinct_missing(*g_, kg, distinct_have(it), dfas_, out, cap);
     return;
   }
-  const std::int32_t key = g_->productions[it.prod].key;
-  for (std::uint32_t r : kg.required) {
-    if (static_cast<std::int32_t>(r) == key || keys_.has(it.aux, r)) continue;
-    const auto p = static_cast<std::uint32_t>(kg.rec_prod[r]);
-    for (std::uint32_t q = g_->rhs_begin[p] + 1; q < g_->rhs_begin[p + 1]; ++q)
+  std::vector<std::int32_t> prods;
+  missing_members(kg, keys_, it.aux, g_->productions[it.prod].key, prods);
+  for (std::int32_t p : prods) {
+    const auto q0 = static_cast<std::uint32_t>(p);
+    for (std::uint32_t q = g_->rhs_begin[q0] + 1; q < g_->rhs_begin[q0 + 1]; ++q)
       g_->append_min_string(g_->rhs_flat[q], dfas_, out, cap);
   }
-  append_count_missing(*g_, kg, keys_, it.aux, key, dfas_, out, cap);
 }
 
 // Values a distinct group's item holds once it completes: its set, plus its own item when the

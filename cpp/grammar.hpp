@@ -34,8 +34,12 @@ struct KeyedAst {
   std::vector<NodePtr> members;        // declared members, key index = position
   std::vector<std::uint32_t> required;  // key indices, ascending
   NodePtr extra;                       // null: no undeclared members
+  // Per member (empty, or one entry per member): the key indices that must be present when it
+  // is (`^{i,j}` before a member, keyed.hpp), ascending.
+  std::vector<std::vector<std::uint32_t>> deps;
   // `%unique{min,max}(sep; item, ...)` (unique.hpp): a group of distinct items whose number is
-  // bounded; max_count 0 means no bound but the number of members.
+  // bounded; `%keyed{min,max}(...)`: members counted with the undeclared ones (keyed.hpp).
+  // max_count 0 means no bound but the number of members.
   std::uint32_t min_count = 1, max_count = 0;
   // `%distinct{min,max}(sep; item)` (distinct.hpp): ONE item language whose closed items must be
   // pairwise distinct JSON values (members holds that one item).
@@ -130,9 +134,15 @@ struct KeyedGroup {
   // Derived by finalize: per key, the production `nt ::= nt sep member_key` (its symbols from
   // index 1 spell "one more member"), used by shortest completions to add missing keys.
   std::vector<std::int32_t> rec_prod;
-  // Count bounds (unique.hpp): at least min_count and at most max_count declared keys (0: no
-  // upper bound). Groups with bounds have no required keys and no undeclared-key member.
+  // Per key (empty: no key has any): the keys that must be present when it is, ascending
+  // (keyed.hpp: checked when the group closes). `required` is closed under them.
+  std::vector<std::vector<std::uint32_t>> deps;
+  std::vector<std::uint32_t> dep_keys;  // derived by finalize: the keys whose deps are not empty
+  // Count bounds (unique.hpp, keyed.hpp): at least min_count and at most max_count members (0:
+  // no upper bound), undeclared-key members included. A group with bounds has no deps.
   std::uint32_t min_count = 1, max_count = 0;
+  // Derived by finalize: the production `nt ::= nt sep extra` (-1: no undeclared-key member).
+  std::int32_t extra_rec_prod = -1;
   // Derived by finalize (unique.hpp): keys in order of the cost of one more such member.
   std::vector<std::uint32_t> cheap_order;
   // `%distinct` groups (distinct.hpp): the nonterminal of one item (`value_nt ::= item`), whose

@@ -297,10 +297,12 @@ class Lowerer {
     grp.nt = nt;
     grp.n_keys = static_cast<std::uint32_t>(k.members.size());
     grp.required = k.required;
-    // Count bounds (unique.hpp); a maximum of at least the member count bounds nothing.
+    grp.deps = k.deps;
+    // Count bounds (unique.hpp, keyed.hpp); without undeclared members a maximum of at least
+    // the member count bounds nothing.
     grp.min_count = k.min_count;
-    grp.max_count = k.max_count >= grp.n_keys ? 0 : k.max_count;
-    const bool min_only = !k.required.empty() || k.min_count > 1;
+    grp.max_count = !k.extra && k.max_count >= grp.n_keys ? 0 : k.max_count;
+    const bool min_only = !k.required.empty() || k.min_count > 1 || !k.deps.empty();
     const std::uint8_t role = min_only ? kParseOnly : kParseAndMin;
     std::vector<Seq> seqs;
     auto add_member = [&](const NodePtr& member, const Seq& m, std::int32_t key) {
@@ -318,25 +320,49 @@ class Lowerer {
       seqs.push_back(lower_seq(member));
       add_member(member, seqs.back(), static_cast<std::int32_t>(j));
     }
+    Seq extra_seq;
     if (k.extra) {
       const NodePtr extra = substitute(k.extra);
-      add_member(extra, lower_seq(extra), kExtraKey);
+      extra_seq = lower_seq(extra);
+      add_member(extra, extra_seq, kExtraKey);
     }
     if (min_only) {
-      // The required members in order, or the first min_count items of a unique group.
+      // The required members in order (closed under deps by the text parser), then the first
+      // other members, then undeclared ones, until min_count: a shortest-string table never
+      // reads a list the group would refuse. (Groups with count bounds have no deps.)
       std::vector<std::uint32_t> firsts = k.required;
-      if (firsts.empty())
-        for (std::uint32_t j = 0; j < k.min_count; ++j) firsts.push_back(j);
+      if (firsts.empty() && !k.deps.empty()) firsts = smallest_closure(k);
+      for (std::uint32_t j = 0; j < grp.n_keys && firsts.size() < k.min_count; ++j)
+        if (!std::binary_search(k.required.begin(), k.required.end(), j)) firsts.push_back(j);
       Seq all;
       for (std::size_t i = 0; i < firsts.size(); ++i) {
         if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());
         const Seq& m = seqs[firsts[i]];
         all.insert(all.end(), m.begin(), m.end());
       }
+      for (std::size_t i = firsts.size(); i < k.min_count && k.extra; ++i) {
+        if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());
+        all.insert(all.end(), extra_seq.begin(), extra_seq.end());
+      }
       add_alternatives(nt, {all});
       g_.productions.back().role = kMinOnly;
     }
     g_.keyed.push_back(std::move(grp));
+  }
+
+  // The member with the fewest members in its closure under deps, with that closure
+  // (ascending): the smallest list of members a group with deps and no required ones closes with.
+  static std::vector<std::uint32_t> smallest_closure(const KeyedAst& k) {
+    std::vector<std::uint32_t> best;
+    for (std::uint32_t j = 0; j < k.members.size(); ++j) {
+      std::vector<std::uint32_t> c{j};
+      for (std::size_t i = 0; i < c.size(); ++i)
+        for (std::uint32_t d : k.deps[c[i]])
+          if (std::find(c.begin(), c.end(), d) == c.end()) c.push_back(d);
+      if (best.empty() || c.size() < best.size()) best = std::move(c);
+    }
+    std::sort(best.begin(), best.end());
+    return best;
   }
 
   // A distinct group (distinct.hpp): D ::= V | D sep V (key 0) and V ::= item, V its own
@@ -945,6 +971,11 @@ std::string Grammar::to_string() const {
       }
       out += "  # keyed group (keyed.hpp): " + std::to_string(k.n_keys) + " keys, each at most once; required:";
       for (std::uint32_t r : k.required) out += " " + std::to_string(r);
+      for (std::size_t j = 0; j < k.deps.size(); ++j) {
+        if (k.deps[j].empty()) continue;
+        out += "; " + std::to_string(j) + " needs";
+        for (std::uint32_t d : k.deps[j]) out += " " + std::to_string(d);
+      }
       if (has_count_bounds(k))
         out += "; items " + std::to_string(k.min_count) + ".." + (k.max_count ? std::to_string(k.max_count) : std::string("n")) +
                " (unique.hpp)";

@@ -13,6 +13,7 @@
 // is bounded by Limits::max_nesting so hostile input cannot overflow the stack.
 // A rule body may span lines; it ends where the next `name ::=` starts (GBNF is stricter; this
 // is a superset).
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -137,10 +138,12 @@ class GrammarParser {
     }
   }
 
-  // `%keyed(sep; member, !member, ...; extra)` as a whole rule body (keyed.hpp): `!` marks a
-  // required member, the optional third part is the member for undeclared keys. The rule's
-  // body becomes a placeholder that references every part and the rule itself, so the
-  // regularity analysis (which only reads bodies) treats it as recursive.
+  // `%keyed(sep; member, !member, ^{0,2} member, ...; extra)` as a whole rule body (keyed.hpp):
+  // `!` marks a required member, `^{i,j}` the members (by position) that must be present when
+  // this one is, the optional third part is the member for undeclared keys. `%keyed{min,max}`
+  // bounds the number of members, undeclared ones included. The rule's body becomes a
+  // placeholder that references every part and the rule itself, so the regularity analysis
+  // (which only reads bodies) treats it as recursive.
   //
   // `%unique{min,max}(sep; item, item, ...)` (unique.hpp): the same group with count bounds and
   // neither required members nor undeclared keys; `{min,}` has no upper bound, no braces is `{1,}`.
@@ -150,12 +153,9 @@ class GrammarParser {
     // `%distinct{min,max}(sep; item)` (distinct.hpp): one item, whose closed values differ.
     k->distinct = consume("%distinct");
     const bool unique = k->distinct || consume("%unique");
-    if (unique) {
-      parse_count_bounds(*k);
-    } else if (!consume("%keyed")) {
-      fail("expected `%keyed(`, `%unique(` or `%distinct(` (the only `%` forms)");
-    }
+    if (!unique && !consume("%keyed")) fail("expected `%keyed(`, `%unique(` or `%distinct(` (the only `%` forms)");
     const char* form = k->distinct ? "%distinct" : unique ? "%unique" : "%keyed";
+    parse_count_bounds(*k, form);
     skip_ws();
     if (!consume("(")) fail(std::string("expected `(` after ") + form);
     const bool outer = in_keyed_;
@@ -170,18 +170,35 @@ class GrammarParser {
     };
     k->sep = expr("a separator");
     if (!consume(";")) fail(std::string("expected `;` after the ") + form + " separator");
+    std::vector<std::pair<std::vector<std::uint32_t>, std::size_t>> deps;  // per member, and where
     while (true) {
       skip_ws();
       const bool req = !unique && consume("!");
       if (req) k->required.push_back(static_cast<std::uint32_t>(k->members.size()));
+      skip_ws();
+      deps.emplace_back(std::vector<std::uint32_t>{}, pos_);
+      if (!unique && consume("^")) deps.back().first = parse_key_list();
       k->members.push_back(expr(unique ? "an item" : "a member"));
       if (k->distinct || !consume(",")) break;  // %distinct has exactly one item
     }
     if (!unique && consume(";")) k->extra = expr("the member for undeclared keys");
     if (!consume(")")) fail(std::string("expected `)` to close ") + form + "( opened at " + where(start));
-    if (unique && !k->distinct && k->min_count > k->members.size())
-      fail_at(start, "%unique needs at least " + std::to_string(k->min_count) + " distinct items but lists only " +
-                         std::to_string(k->members.size()));
+    const std::size_t n = k->members.size();
+    if (!k->distinct && !k->extra && k->min_count > n)
+      fail_at(start, std::string(form) + " needs at least " + std::to_string(k->min_count) + " distinct " +
+                         (unique ? "items" : "members") + " but lists only " + std::to_string(n));
+    bool any_dep = false;
+    for (const auto& [list, at] : deps) {
+      for (std::uint32_t j : list)
+        if (j >= n) fail_at(at, "`^{...}` names member " + std::to_string(j) + " but the group has " + std::to_string(n));
+      any_dep = any_dep || !list.empty();
+    }
+    if (any_dep) {
+      if (k->min_count > 1 || k->max_count != 0)
+        fail_at(start, "a %keyed group with count bounds cannot also have dependencies (`^{...}`)");
+      for (auto& d : deps) k->deps.push_back(std::move(d.first));
+      close_required(*k);
+    }
     in_keyed_ = outer;
     std::vector<NodePtr> parts{k->sep};
     parts.insert(parts.end(), k->members.begin(), k->members.end());
@@ -192,28 +209,68 @@ class GrammarParser {
     r.keyed = std::move(k);
   }
 
-  // `{min,max}` / `{min,}` after %unique (absent: {1,}).
-  void parse_count_bounds(KeyedAst& k) {
-    if (!consume("{")) return;
-    auto number = [&](const char* what) {
-      const std::size_t at = pos_;
-      std::uint64_t v = 0;
-      while (!at_end() && peek() >= '0' && peek() <= '9') {
-        v = v * 10 + static_cast<std::uint64_t>(peek() - '0');
-        if (v > (1u << 30)) fail_at(at, std::string("the ") + what + " count of %unique is too large");
-        ++pos_;
-      }
-      if (pos_ == at) fail(std::string("expected the ") + what + " count in %unique{min,max}");
-      return static_cast<std::uint32_t>(v);
-    };
+  // `{i,j,...}` after `^`: member indices, returned ascending without repeats.
+  std::vector<std::uint32_t> parse_key_list() {
+    skip_ws();
+    if (!consume("{")) fail("expected `{` after `^` (the members this one needs, as `^{0,2}`)");
+    std::vector<std::uint32_t> out;
+    while (true) {
+      skip_ws();
+      out.push_back(parse_small_number("member index", "`^{...}`"));
+      skip_ws();
+      if (consume("}")) break;
+      if (!consume(",")) fail("expected `,` or `}` in `^{...}`");
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  // A required member's dependencies are required too: close `required` under `deps`, so that
+  // every group that closes with its required members closes with their dependencies as well.
+  static void close_required(KeyedAst& k) {
+    std::vector<char> req(k.members.size(), 0);
+    std::vector<std::uint32_t> todo = k.required;
+    for (std::uint32_t r : todo) req[r] = 1;
+    while (!todo.empty()) {
+      const std::uint32_t r = todo.back();
+      todo.pop_back();
+      for (std::uint32_t j : k.deps[r])
+        if (!req[j]) {
+          req[j] = 1;
+          todo.push_back(j);
+        }
+    }
+    k.required.clear();
+    for (std::uint32_t j = 0; j < req.size(); ++j)
+      if (req[j]) k.required.push_back(j);
+  }
+
+  std::uint32_t parse_small_number(const char* what, const std::string& form) {
     const std::size_t at = pos_;
-    k.min_count = number("minimum");
-    if (!consume(",")) fail("expected `,` in %unique{min,max}");
-    k.max_count = peek() == '}' ? 0 : number("maximum");
-    if (!consume("}")) fail("expected `}` to close %unique{min,max}");
-    if (k.min_count < 1) fail_at(at, "the minimum count of %unique must be at least 1 (write the empty case outside it)");
+    std::uint64_t v = 0;
+    while (!at_end() && peek() >= '0' && peek() <= '9') {
+      v = v * 10 + static_cast<std::uint64_t>(peek() - '0');
+      if (v > (1u << 30)) fail_at(at, std::string("the ") + what + " in " + form + " is too large");
+      ++pos_;
+    }
+    if (pos_ == at) fail(std::string("expected the ") + what + " in " + form);
+    return static_cast<std::uint32_t>(v);
+  }
+
+  // `{min,max}` / `{min,}` after %unique, %distinct or %keyed (absent: {1,}).
+  void parse_count_bounds(KeyedAst& k, const char* form) {
+    if (!consume("{")) return;
+    const std::string f = std::string(form) + "{min,max}";
+    const std::size_t at = pos_;
+    k.min_count = parse_small_number("minimum count", f);
+    if (!consume(",")) fail("expected `,` in " + f);
+    k.max_count = peek() == '}' ? 0 : parse_small_number("maximum count", f);
+    if (!consume("}")) fail("expected `}` to close " + f);
+    if (k.min_count < 1)
+      fail_at(at, std::string("the minimum count of ") + form + " must be at least 1 (write the empty case outside it)");
     if (k.max_count != 0 && k.max_count < k.min_count)
-      fail_at(at, "the maximum count of %unique is below its minimum");
+      fail_at(at, std::string("the maximum count of ") + form + " is below its minimum");
   }
 
   std::string parse_name() {

@@ -1,37 +1,54 @@
 // keyed.hpp — keyed member groups: JSON object members in any order, each key at most once.
 //
-// Grammar text: `K ::= %keyed(sep; m0, m1!, m2; *extra)` — one or more members separated by
-// `sep`; mI are the declared members (key index I = position, `!` = required), `*extra` the
-// member for undeclared keys (optional part). The language: every sequence m_{i1} sep m_{i2} ...
-// (extra anywhere, any number of times) whose declared keys are pairwise distinct and include
-// every required one. Members must be non-empty and start with distinct keys (the JSON Schema
-// converter guarantees it: each member is `"name" : value`, the extra key class excludes the
-// declared names), so the set of keys a member list contains is a function of its text.
+// Grammar text: `K ::= %keyed{min,max}(sep; m0, !m1, ^{0} m2; extra)` — one or more members
+// separated by `sep`; mI are the declared members (key index I = position, `!` = required,
+// `^{i,j}` = the members that must be present when this one is: dependentRequired), `extra`
+// the member for undeclared keys (optional part), `{min,max}` (optional) bounds the number of
+// members, undeclared ones included. The language: every sequence m_{i1} sep m_{i2} ... (extra
+// anywhere, any number of times) whose declared keys are pairwise distinct and include every
+// required one and every dependency of each present one, with between min and max members.
+// Members must be non-empty and start with distinct keys (the JSON Schema converter guarantees
+// it: each member is `"name" : value`, the extra key class excludes the declared names), so the
+// set of keys a member list contains is a function of its text. The text parser closes
+// `required` under the dependencies (a required key's dependencies are required); a group has
+// dependencies or count bounds, not both (exact masks for both together would need to know
+// which supersets of a set fit under max, see below).
 //
 // Lowering (grammar_lower.cpp) writes, per member j (and the extra member, key kExtraKey):
 //     K ::= m_j            (key j)        K ::= K sep m_j      (key j)
-// and, when some key is required, one kMinOnly production `K ::= m_r1 sep m_r2 ...` (the
-// required members in order) that only shortest-string tables read; the others are then
+// and, when some key is required, a count binds or a key has dependencies, one kMinOnly
+// production `K ::= m_r1 sep m_r2 ...` (a member list the group accepts: the required members,
+// then members up to min) that only shortest-string tables read; the others are then
 // kParseOnly. That is 2n+1 productions for n declared keys — linear, not a permutation
 // automaton.
 //
 // Parsing (earley.cpp): every Earley item carries `aux`, an id of a set of seen keys interned
 // in the parser's KeySets (this file). An item of a production of K holds the keys of the K it
 // extends; completing it yields aux ∪ {key}; an item of a production with key j is never added
-// when its aux holds j (no duplicate key can be started, so no mask allows one); a production
-// outside K advances past a completed K only when that K's keys include every required one (no
-// close with a required key missing). Other nonterminals pass aux through unchanged.
+// when its aux holds j (no duplicate key can be started, so no mask allows one), nor, under a
+// maximum, when the members it would make plus the required ones still missing exceed max
+// (`admits`); a production outside K advances past a completed K only when that K's keys
+// include every required one and every dependency of each key among them, and count at least
+// min members (`may_close`). Other nonterminals pass aux through unchanged. A counted group
+// with an undeclared-key member keeps the number of undeclared members as a 32-bit counter in
+// the set's bits from n_keys on (stopping at min when there is no max). Undeclared members are
+// counted as written: two with the same key count twice (the matcher does not remember their
+// keys; the JSON Schema converter only writes bounds where that cannot make a mask wrong).
 //
 // Why it stays bounded: the grammar is linear in the keys; a parser set holds, per item, one
 // extra 32-bit id; the KeySets table grows by at most one set per member completion the parser
-// performs (each is an existing set plus one key, interned so equal sets share an id) and is
-// cleared with the parser. Sets are hashed by content for the mask memo, so equal states share
-// masks across matchers.
+// performs (each is an existing set plus one key or one more counted member, interned so equal
+// sets share an id) and is cleared with the parser. Sets are hashed by content for the mask
+// memo, so equal states share masks across matchers.
 //
 // Exactness of masks: every live item can still complete — a member j ∉ aux can always be
-// finished and the required keys not yet seen can always be appended — so "the parser set is
-// non-empty" stays equivalent to "the text is a prefix of a sentence", which is what the mask
-// computation relies on.
+// finished, and the required keys and dependencies not yet seen can always be appended (they
+// are declared members, absent, and a group with dependencies has no maximum); under a maximum,
+// `admits` keeps room for the missing required members, and min <= max members can always be
+// reached one member at a time (there are at least min members to write, or undeclared ones) —
+// so "the parser set is non-empty" stays equivalent to "the text is a prefix of a sentence",
+// which is what the mask computation relies on. Shortest completions append exactly those
+// members (`missing_members`).
 #pragma once
 
 #include <cstdint>
@@ -56,7 +73,46 @@ struct KeySets {
   bool has_all(std::uint32_t set, const std::vector<std::uint32_t>& keys) const;
   /// set ∪ {key}, interned.
   std::uint32_t with(std::uint32_t set, std::uint32_t key);
+  /// Number of keys below `limit` in the set.
+  std::uint32_t count_below(std::uint32_t set, std::uint32_t limit) const;
+  /// The 32-bit counter stored in bits [at, at + 32) (counted groups: undeclared members).
+  std::uint32_t counter(std::uint32_t set, std::uint32_t at) const;
+  /// The set with that counter set to `value`, interned.
+  std::uint32_t with_counter(std::uint32_t set, std::uint32_t at, std::uint32_t value);
+
+ private:
+  std::uint32_t intern(std::vector<std::uint64_t> w);
 };
+
+/// Does the group have count bounds beyond "one or more, each at most once"?
+inline bool has_count_bounds(const KeyedGroup& kg) { return kg.min_count > 1 || kg.max_count != 0; }
+
+/// Does the group count its undeclared members (count bounds and an undeclared-key member)?
+/// Their number is then a counter above the declared keys' bits (KeySets::counter at n_keys).
+inline bool counts_extras(const KeyedGroup& kg) { return has_count_bounds(kg) && kg.extra_rec_prod >= 0; }
+
+/// Members of a (non-distinct) group's set: its declared keys plus its counted undeclared ones.
+std::uint32_t member_count(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set);
+
+/// The set after an undeclared member completes (unchanged unless the group counts them; the
+/// counter stops at min_count when there is no maximum, so the sets stay few).
+std::uint32_t with_extra(const KeyedGroup& kg, KeySets& ks, std::uint32_t set);
+
+/// May an item that adds `key` (a declared index or kExtraKey) to a group whose set is `set`
+/// exist? No when the key is already in the set, or when the members after it plus the required
+/// ones still missing would exceed max_count (then no completion exists: keyed.hpp).
+bool admits(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set, std::int32_t key);
+
+/// May the group close with set `set`: every required key, every dependency of a present key,
+/// and at least min_count members?
+bool may_close(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set);
+
+/// The members the shortest completion of a group item (keys `set`, adding `key` when it is a
+/// declared index or kExtraKey) appends before the group may close, as the group's recursive
+/// productions (`nt ::= nt sep m`, read from symbol 1 on): the required keys and the
+/// dependencies still missing, then the cheapest other members up to min_count.
+void missing_members(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set, std::int32_t key,
+                     std::vector<std::int32_t>& out);
 
 /// Derive the keyed tables of a grammar (group_of, rec_prod) and check their consistency;
 /// throws CompileError on an inconsistent grammar (e.g. a corrupted artifact). Called by

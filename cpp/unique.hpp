@@ -17,6 +17,8 @@
 //    (keyed.hpp: no mask allows a duplicate item);
 //  * a completed group lets its parent advance only when its set holds at least `min` keys;
 //  * shortest completions append the cheapest members still absent (cheap_order) until `min`.
+// The same rules, in keyed.cpp (admits, may_close, missing_members), count the members of a
+// `%keyed{min,max}` group, whose undeclared members are counted too (keyed.hpp).
 // Exactness of masks (the parser-set invariant of earley.hpp): from any live item with set S
 // (|S| <= max) adding key j ∉ S, the item completes to S ∪ {j} (size <= max), and if that is
 // below `min` there are at least min - |S ∪ {j}| absent members (min <= n), each can be
@@ -36,20 +38,9 @@ namespace corral {
 /// Number of keys in interned set `set`.
 std::uint32_t key_count(const KeySets& ks, std::uint32_t set);
 
-/// Does the group have count bounds beyond "one or more, each at most once"?
-inline bool has_count_bounds(const KeyedGroup& kg) { return kg.min_count > 1 || kg.max_count != 0; }
-
 /// Check the count bounds of every keyed group and derive cheap_order; throws CompileError on an
-/// inconsistent group (bounds with required keys or undeclared-key members, min > max, min
-/// more than the members that can be written). Called by Grammar::finalize after finalize_keyed.
+/// inconsistent group (min > max, more required members than max, min more than the members
+/// that can be written). Called by Grammar::finalize after finalize_keyed.
 void finalize_unique(Grammar& g);
-
-/// Bytes of the cheapest members that a group item (keys `aux`, adding `key` when >= 0) still
-/// needs to reach min_count once it completes; 0 when none.
-std::uint64_t count_missing_cost(const Grammar& g, const KeyedGroup& kg, const KeySets& ks, std::uint32_t aux,
-                                 std::int32_t key);
-/// Append those members' shortest text (`sep member` each), in cheap_order.
-void append_count_missing(const Grammar& g, const KeyedGroup& kg, const KeySets& ks, std::uint32_t aux,
-                          std::int32_t key, const Dfa* const* dfas, std::string& out, std::size_t cap);
 
 }  // namespace corral

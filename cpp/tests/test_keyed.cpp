@@ -2,6 +2,7 @@
 // keys before the close; masks agree with the parser in both directions on random walks;
 // shortest completions add missing required keys; the artifact round trip keeps the groups.
 #include <algorithm>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,4 +68,149 @@ TEST(keyed_masks_match_parser_and_completions_are_valid) {
       EXPECT(l.accept_token(t));
     }
   }
+}
+
+// Dependencies (`^{...}`) and count bounds (`%keyed{min,max}`): every object over the keys a, b,
+// c (declared) and xa, xb, xc (undeclared), in every order, each at most once, against a
+// direct statement of the rule; then masks against the parser on random walks, with a valid
+// shortest completion at every step, for the grammar and its artifact.
+namespace {
+
+const char* kDeps = R"G(root ::= "{" body "}" | "{}"
+body ::= %keyed(","; "a:" [0-9], ^{0,2} "b:" [0-9], "c:" [0-9], ^{1} "d:" [0-9]; "x" [a-z] ":" [0-9]))G";
+// d needs b, b needs a and c: {d} alone needs all four.
+bool deps_ok(const std::vector<std::string>& keys) {
+  auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  if (has("b") && !(has("a") && has("c"))) return false;
+  if (has("d") && !has("b")) return false;
+  return true;
+}
+
+const char* kRequiredDeps = R"G(root ::= "{" body "}"
+body ::= %keyed(","; "a:" [0-9], !^{2} "b:" [0-9], "c:" [0-9], "d:" [0-9]; "x" [a-z] ":" [0-9]))G";
+bool required_deps_ok(const std::vector<std::string>& keys) {
+  auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  return has("b") && has("c");
+}
+
+const char* kCounted = R"G(root ::= "{" body "}"
+body ::= %keyed{2,3}(","; "a:" [0-9], !"b:" [0-9], "c:" [0-9], "d:" [0-9]; "x" [a-z] ":" [0-9]))G";
+bool counted_ok(const std::vector<std::string>& keys) {
+  return std::find(keys.begin(), keys.end(), "b") != keys.end() && keys.size() >= 2 && keys.size() <= 3;
+}
+
+const char* kCountedMin = R"G(root ::= "{" body "}"
+body ::= %keyed{3,}(","; "a:" [0-9], "b:" [0-9]; "x" [a-z] ":" [0-9]))G";
+bool counted_min_ok(const std::vector<std::string>& keys) {
+  for (const auto& k : keys)
+    if (k == "c" || k == "d") return false;  // not members of this group
+  return keys.size() >= 3;
+}
+
+const char* kCountedNoExtra = R"G(root ::= "{" body "}" | "{}"
+body ::= %keyed{1,2}(","; "a:" [0-9], "b:" [0-9], "c:" [0-9]))G";
+bool counted_no_extra_ok(const std::vector<std::string>& keys) {
+  for (const auto& k : keys)
+    if (k[0] == 'x' || k == "d") return false;  // not members of this group
+  return keys.size() <= 2;
+}
+
+std::string object_text(const std::vector<std::string>& keys) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < keys.size(); ++i) s += (i ? "," : "") + keys[i] + ":1";
+  return s + "}";
+}
+
+// Every subset of the six keys in every order (1957 objects), accepted iff `ok` says so (and,
+// for the empty object, iff the grammar has the "{}" alternative, told by `empty`).
+void check_language(const char* grammar, bool (*ok)(const std::vector<std::string>&), bool empty) {
+  auto g = compile_grammar(grammar, "root", keyed_vocab(), Limits{});
+  const std::vector<std::string> all = {"a", "b", "c", "d", "xa", "xb"};
+  std::size_t n_ok = 0, n_bad = 0;
+  for (unsigned mask = 0; mask < (1u << all.size()); ++mask) {
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (mask >> i & 1) keys.push_back(all[i]);
+    std::sort(keys.begin(), keys.end());
+    do {
+      const bool want = keys.empty() ? empty : ok(keys);
+      const bool got = accepts(g, object_text(keys));
+      if (got != want) {
+        std::fprintf(stderr, "  %s: got %d, want %d\n", object_text(keys).c_str(), got, want);
+        ++n_bad;
+      }
+      n_ok += want;
+    } while (std::next_permutation(keys.begin(), keys.end()));
+  }
+  EXPECT_EQ(n_bad, 0u);
+  EXPECT(n_ok > 0);
+}
+
+void check_walks(const char* grammar) {
+  auto g = compile_grammar(grammar, "root", keyed_vocab(), Limits{});
+  auto loaded = load_artifact(to_artifact(*g), keyed_vocab());
+  for (unsigned seed = 1; seed <= 70; ++seed) {
+    std::mt19937 rng(seed);
+    Matcher m(g), l(loaded);
+    for (int step = 0; step < 40 && !m.is_terminated(); ++step) {
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::allowed(l));
+      EXPECT(al == corral_test::accepted_one_by_one(m));
+      Matcher done = m;
+      EXPECT(done.accept_bytes(done.shortest_completion()) && done.is_accepting());
+      if (al.empty()) break;
+      const std::int32_t t = al[rng() % al.size()];
+      EXPECT(m.accept_token(t));
+      EXPECT(l.accept_token(t));
+    }
+  }
+}
+
+}  // namespace
+
+TEST(keyed_dependencies_language) {
+  check_language(kDeps, deps_ok, true);
+  check_language(kRequiredDeps, required_deps_ok, false);
+  auto g = compile_grammar(kDeps, "root", keyed_vocab(), Limits{});
+  // The close is refused while a dependency is missing, and the missing key is still allowed.
+  Matcher m(g);
+  EXPECT(m.accept_bytes("{b:1,a:2"));
+  Matcher close = m, more = m;
+  EXPECT(!close.accept_bytes("}"));
+  EXPECT(more.accept_bytes(",c:3}") && more.is_accepting());
+  EXPECT(accepts(g, "{d:1,b:2,c:3,a:4}"));
+}
+
+TEST(keyed_count_bounds_language) {
+  check_language(kCounted, counted_ok, false);
+  check_language(kCountedMin, counted_min_ok, false);
+  check_language(kCountedNoExtra, counted_no_extra_ok, true);
+  auto g = compile_grammar(kCounted, "root", keyed_vocab(), Limits{});
+  // At most 3 members with b required: after two undeclared ones only b may follow, so a
+  // third undeclared key cannot even start.
+  Matcher m(g);
+  EXPECT(m.accept_bytes("{xa:1,xb:2,"));
+  Matcher x = m, b = m;
+  EXPECT(!x.accept_bytes("x"));
+  EXPECT(b.accept_bytes("b:3}") && b.is_accepting());
+  // Undeclared members are counted as written (a repeated undeclared key counts twice).
+  EXPECT(accepts(compile_grammar(kCountedMin, "root", keyed_vocab(), Limits{}), "{xa:1,xa:2,xa:3}"));
+}
+
+TEST(keyed_dependency_and_count_masks_match_parser) {
+  for (const char* grammar : {kDeps, kRequiredDeps, kCounted, kCountedMin, kCountedNoExtra}) check_walks(grammar);
+}
+
+TEST(keyed_dependency_and_count_syntax_errors) {
+  auto compile = [](const std::string& body) {
+    return compile_grammar("root ::= \"{\" k \"}\"\nk ::= " + body, "root", keyed_vocab(), Limits{});
+  };
+  EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^{2} \"b\")"), CompileError);      // no member 2
+  EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^ \"b\")"), CompileError);         // no list
+  EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^{0 \"b\")"), CompileError);       // unclosed list
+  EXPECT_THROWS(compile("%keyed{2,}(\",\"; \"a\", ^{0} \"b\")"), CompileError);  // deps and counts
+  EXPECT_THROWS(compile("%keyed{3,}(\",\"; \"a\", \"b\")"), CompileError);       // unsatisfiable
+  EXPECT_THROWS(compile("%keyed{3,2}(\",\"; \"a\", \"b\"; \"x\")"), CompileError);
+  EXPECT_THROWS(compile("%keyed{1,1}(\",\"; !\"a\", !\"b\"; \"x\")"), CompileError);  // 2 required, max 1
+  compile("%keyed{3,}(\",\"; \"a\", \"b\"; \"x\" [a-z])");  // undeclared members can reach 3
 }
