@@ -58,6 +58,41 @@ PATTERNED = {
     "required": ["y"],
 }
 SCHEMAS = [PERSON, CLOSED, TYPED_EXTRA, PATTERNED]
+# Dependencies and counts, also in any order (keyed groups with `^{...}` and `{min,max}`).
+DEPENDENT = {
+    "type": "object",
+    "properties": {"card": {"type": "integer"}, "addr": {"type": "string"}, "zip": {"type": "string"}},
+    "dependentRequired": {"card": ["addr"], "addr": ["zip"]},
+}
+DRAFT7_DEPENDENCIES = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+    "required": ["c"],
+    "dependencies": {"a": ["b"], "c": {"required": ["b"]}},  # c is required, so b is too
+    "additionalProperties": False,
+}
+DEPENDENT_SCHEMA = {
+    "type": "object",
+    "properties": {"p": {"type": "boolean"}, "q": {"type": "boolean"}},
+    "dependentSchemas": {"q": {"required": ["p", "r"]}},
+}
+COUNTED = {  # one undeclared member beside the required one can reach minProperties: exact
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "x": {"type": "integer"}, "y": {"type": "integer"}},
+    "required": ["id"],
+    "minProperties": 2,
+    "maxProperties": 3,
+}
+COUNTED_CLOSED = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}},
+    "minProperties": 2,
+    "maxProperties": 3,
+    "additionalProperties": False,
+}
+MAX_ONLY = {"type": "object", "properties": {"a": {}, "b": {}}, "maxProperties": 2}
+COUNTED_SCHEMAS = [DEPENDENT, DRAFT7_DEPENDENCIES, DEPENDENT_SCHEMA, COUNTED, COUNTED_CLOSED, MAX_ONLY]
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -74,7 +109,8 @@ def _valid(schema: Any, text: str) -> bool:
         value = json.loads(text, object_pairs_hook=_no_duplicates)
     except ValueError:
         return False
-    return jsonschema.Draft202012Validator(schema).is_valid(value)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return bool(validator(schema).is_valid(value))
 
 
 def _accepts(g: CompiledGrammar, text: str) -> bool:
@@ -99,6 +135,12 @@ PAIRS: dict[int, list[tuple[str, str]]] = {
     id(CLOSED): [("a", "1"), ("b", "true"), ("c", '"x"'), ("d", "null")],
     id(TYPED_EXTRA): [("kind", '"u"'), ("id", "7"), ("$schema", "2.5"), ("w", '"str"')],
     id(PATTERNED): [("x", "1"), ("y", "2"), ("zeta", "false"), ("q", "3")],
+    id(DEPENDENT): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("$schema", '"s"'), ("w", "0")],
+    id(DRAFT7_DEPENDENCIES): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")],
+    id(DEPENDENT_SCHEMA): [("q", "true"), ("p", "false"), ("r", "1"), ("s", "2")],
+    id(COUNTED): [("id", "1"), ("x", "2"), ("y", "3"), ("$schema", '"s"'), ("w", "0")],
+    id(COUNTED_CLOSED): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "null"), ("e", "5")],
+    id(MAX_ONLY): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")],
 }
 
 
@@ -138,6 +180,22 @@ def test_any_order_matches_jsonschema_on_permutations(index: int) -> None:
     assert checked[True] >= 10 and checked[False] >= 10, checked
 
 
+@pytest.mark.parametrize("index", range(len(COUNTED_SCHEMAS)))
+def test_dependencies_and_counts_in_any_order_match_jsonschema(index: int) -> None:
+    """Every subset of the pairs in every order (near misses among them: a dependency missing,
+    one member too many or too few), judged by jsonschema."""
+    schema = COUNTED_SCHEMAS[index]
+    g = corral.compile_json_schema(schema, byte_tokenizer(), extra_properties="spec", property_order="any")
+    assert "%keyed" in g.grammar_source
+    assert not any("schema order only" in e.detail for e in g.report.entries)
+    checked = {True: 0, False: 0}
+    for text in _instances(schema, limit=2000):
+        want = _valid(schema, text)
+        assert _accepts(g, text) == want, f"{text}: jsonschema says {want}"
+        checked[want] += 1
+    assert checked[True] >= 5 and checked[False] >= 5, checked
+
+
 def test_spec_extra_properties_defaults_to_any_order() -> None:
     tok = byte_tokenizer()
     g = corral.compile_json_schema(PERSON, tok, extra_properties="spec")
@@ -159,13 +217,20 @@ def test_pretty_layout_any_order() -> None:
     assert _accepts(g, json.dumps({"c": "x"}, indent=2))
 
 
-def test_counts_and_dependencies_keep_schema_order_and_say_so() -> None:
+def test_counts_the_matcher_cannot_make_exact_keep_schema_order_and_say_so() -> None:
+    """minProperties that two undeclared members may be needed for (a repeated undeclared key
+    would count twice), and dependencies beside a binding count, keep schema order."""
     tok = byte_tokenizer()
-    schema = {**CLOSED, "minProperties": 2}
+    schema = {**TYPED_EXTRA, "minProperties": 3}
     g = corral.compile_json_schema(schema, tok, property_order="any")
-    assert any("schema order only" in e.detail for e in g.report.entries)
-    assert _accepts(g, '{"a": 1, "c": "x"}')
-    assert not _accepts(g, '{"c": "x"}')
+    assert any("cannot tell from one repeated key" in e.detail for e in g.report.entries)
+    assert _accepts(g, '{"id": 1, "kind": "u", "q": 2}')
+    assert not _accepts(g, '{"id": 1, "q": 2, "q": 3}')
+    assert not _accepts(g, '{"id": 1, "kind": "u"}')
+    both = {**DEPENDENT, "maxProperties": 2}
+    g = corral.compile_json_schema(both, tok, extra_properties="spec", property_order="any")
+    assert any("dependencies together with" in e.detail for e in g.report.entries)
+    assert _accepts(g, '{"addr": "a", "zip": "z"}')
 
 
 def test_property_order_option_is_validated() -> None:
@@ -209,9 +274,58 @@ def test_near_misses_refused_in_the_mask(request: pytest.FixtureRequest) -> None
             mask_matches_accept(_prefix_matcher(g, prefix), tok, sample)
 
 
+def test_dependency_and_count_near_misses_refused_in_the_mask(request: pytest.FixtureRequest) -> None:
+    for tok in _real_tokenizers(request):
+        index = {b: i for i, b in enumerate(tok.token_bytes) if b}
+        rng = random.Random(5)
+        sample = rng.sample(range(tok.vocab_size), 2000) + [index[b"}"], index[b","], index[b'"']]
+
+        def allowed_after(
+            g: CompiledGrammar, prefix: str, tok: corral.Tokenizer = tok, sample: list[int] = sample
+        ) -> set[int]:
+            mask = corral.allocate_bitmask(1, tok)
+            m = _prefix_matcher(g, prefix)
+            m.fill_next_token_bitmask(mask, 0)
+            mask_matches_accept(m, tok, sample)  # both directions, at every state checked
+            return set(corral.allowed_tokens(mask[0], tok))
+
+        close, comma = index[b"}"], index[b","]
+        g = corral.compile_json_schema(DEPENDENT, tok, extra_properties="spec")
+        # card needs addr, which needs zip: no close until both are there, and they may follow.
+        assert close not in allowed_after(g, '{"card": 1')
+        assert comma in allowed_after(g, '{"card": 1, "addr": "a"')
+        assert close not in allowed_after(g, '{"card": 1, "addr": "a"')
+        assert close in allowed_after(g, '{"card": 1, "zip": "z", "addr": "a"')
+        assert close in allowed_after(g, '{"w": 1, "zip": "z"')
+        g = corral.compile_json_schema(COUNTED, tok, extra_properties="spec")
+        assert close not in allowed_after(g, '{"id": 1')  # minProperties 2
+        assert close in allowed_after(g, '{"$schema": "s", "id": 1')
+        assert comma not in allowed_after(g, '{"id": 1, "x": 2, "w": "v"')  # maxProperties 3
+        # Two undeclared members and the required id missing: only "id" may come next.
+        after = allowed_after(g, '{"w": 1, "v": 2, "')
+        assert index[b"i"] in after and index[b"x"] not in after and index[b"w"] not in after
+
+
+def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.FixtureRequest) -> None:
+    """Every token of canonically tokenized valid instances (keys in every order) is allowed."""
+    for tok in _real_tokenizers(request):
+        mask = corral.allocate_bitmask(1, tok)
+        for schema in (DEPENDENT, COUNTED, DRAFT7_DEPENDENCIES):
+            g = corral.compile_json_schema(schema, tok, extra_properties="spec")
+            texts = [t for t in _instances(schema, limit=300) if _valid(schema, t)][:10]
+            assert len(texts) >= 5
+            for text in texts:
+                m = g.matcher()
+                for t in tok.encode(text):
+                    m.fill_next_token_bitmask(mask, 0)
+                    assert t in set(corral.allowed_tokens(mask[0], tok)), (text, tok.token_bytes[t])
+                    assert m.accept_token(t)
+                assert m.is_accepting(), text
+
+
 def test_random_walks_produce_only_valid_instances(request: pytest.FixtureRequest) -> None:
     for tok in _real_tokenizers(request):
-        for schema in (PERSON, PATTERNED):
+        for schema in (PERSON, PATTERNED, DEPENDENT, COUNTED):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec", escapes="canonical")
             rng = random.Random(11)
             for _ in range(5):
@@ -250,6 +364,17 @@ def test_shortest_completion_adds_missing_required_keys() -> None:
         m = _prefix_matcher(g, prefix)
         text = prefix + m.shortest_completion().decode()
         assert _valid(PERSON, text), text
+    # ... and the dependencies and the members a count still needs.
+    cases = [
+        (DEPENDENT, '{"card": 1'),
+        (DEPENDENT, '{"w": 0, "addr": "'),
+        (COUNTED, '{"w": 0'),
+        (COUNTED, "{"),
+    ]
+    for schema, prefix in cases:
+        g = corral.compile_json_schema(schema, tok, extra_properties="spec")
+        text = prefix + _prefix_matcher(g, prefix).shortest_completion().decode()
+        assert _valid(schema, text), text
 
 
 KEYED_GRAMMAR = (
@@ -302,6 +427,9 @@ def test_keyed_grammar_text_and_artifact_round_trip() -> None:
         'root ::= %keyed(","; "a"',
         'root ::= %other(","; "a")',
         'root ::= %keyed(","; "a" | "")',
+        'root ::= %keyed(","; ^{1} "a")',
+        'root ::= %keyed{2,}(","; "a", ^{0} "b")',
+        'root ::= %keyed{3,}(","; "a", "b")',
     ],
 )
 def test_keyed_grammar_errors_are_compile_errors(text: str) -> None:

@@ -8,9 +8,12 @@ Out: the grammar of the object: declared members in schema order, each optional 
      required, plus the extra-key classes, as a counting machine (containers.ObjectMembers,
      capped at ``SchemaOptions.max_machine_states``) when counts or dependencies need one.
 
-With ``property_order="any"`` (SchemaOptions.any_order) an object without binding counts or
-dependencies is instead one keyed member group (``%keyed``, cpp/keyed.hpp): declared members in
-any order, each at most once, required ones enforced by the matcher's seen-key set.
+With ``property_order="any"`` (SchemaOptions.any_order) an object is instead one keyed member
+group (``%keyed``, cpp/keyed.hpp): declared members in any order, each at most once, required
+ones, dependencies and the counts enforced by the matcher's seen-key set (and its count of
+undeclared members). It keeps schema order where that set cannot be exact (keyed_refusal): a
+``minProperties`` that may need two undeclared members (their keys are not remembered, so a
+repeated one would count twice), dependencies beside a binding count, ``maxProperties: 0``.
 
 Invariants: in schema order, members are generated in schema order, so two schemas differing
 only in property order give different grammars. A declared name matching ``patternProperties`` gets those
@@ -181,6 +184,11 @@ class ObjectsMixin(ConverterCore):
             for key, targets in deps.items()
             if key in index and targets
         }
+        # A required property's dependencies are required too (every valid instance has them).
+        closure = [i for i, (_, _, r) in enumerate(members) if r]
+        for i in closure:
+            closure += [t for t in sorted(dep_index.get(i, ())) if t not in closure]
+        members = [(name, text, is_req or i in closure) for i, (name, text, is_req) in enumerate(members)]
         n_required = sum(1 for _, _, r in members if r)
         if hi is not None and n_required > hi:
             raise _NoValue(
@@ -195,14 +203,16 @@ class ObjectsMixin(ConverterCore):
         count_lo = lo if lo > n_required else 0
         count_hi = hi if hi is not None and (extra is not None or hi < len(members)) else None
         if self.opt.any_order and len(members) + (extra is not None) >= 2:
-            if not dep_index and not count_lo and count_hi is None:
-                return self.any_order_object(schema, pointer, members, extra, n_required == 0, dep_keywords)
+            why = self.keyed_refusal(dep_index, count_lo, count_hi, n_required, extra is not None)
+            if why is None:
+                return self.any_order_object(
+                    schema, pointer, members, extra, dep_index, count_lo, count_hi, dep_keywords
+                )
             self.note(
                 _ptr(pointer, "properties"),
                 "properties",
                 "enforced",
-                "declared properties in schema order only: minProperties/maxProperties or "
-                "dependencies need the counting machine",
+                f"declared properties in schema order only: {why}",
             )
         machine = ObjectMembers(
             members=[Member(text, is_req) for _, text, is_req in members],
@@ -262,37 +272,74 @@ class ObjectsMixin(ConverterCore):
             raise _NoValue("no object satisfies the property constraints", pointer)
         return f'"{{" {ws} {start} {ws} "}}"'
 
+    @staticmethod
+    def keyed_refusal(
+        dep_index: dict[int, set[int]], lo: int, hi: int | None, n_required: int, has_extra: bool
+    ) -> str | None:
+        """Why an object cannot be a keyed member group (then it keeps schema order), or None.
+
+        The group counts undeclared members as written, and two with the same key count twice
+        (the matcher does not remember undeclared keys), so a ``minProperties`` that may need
+        two or more undeclared members would accept ``{"x": 1, "x": 2}`` for two properties:
+        there the schema-order machine, whose needed undeclared keys cannot repeat, is kept.
+        One undeclared member beside the required ones is exact (it is a new key). For
+        ``maxProperties`` counting as written is exact on objects whose keys are distinct,
+        which is what the mask allows of declared keys too. Dependencies together with a
+        binding count are not combined in the engine (keyed.hpp says why)."""
+        if hi == 0:
+            return "maxProperties is 0"
+        if has_extra and lo > n_required + 1:
+            return (
+                "minProperties may need two or more undeclared properties, which the matcher "
+                "cannot tell from one repeated key"
+            )
+        if dep_index and (lo > 1 or hi is not None):
+            return "dependencies together with minProperties/maxProperties need the counting machine"
+        return None
+
     def any_order_object(
         self,
         schema: dict[str, Any],
         pointer: str,
         members: list[tuple[str, str, bool]],
         extra: str | None,
-        empty_ok: bool,
+        dep_index: dict[int, set[int]],
+        lo: int,
+        hi: int | None,
         dep_keywords: dict[str, str | None],
     ) -> str:
         """The object as a keyed member group (``%keyed``, cpp/keyed.hpp): declared members in
         any order, each at most once, the required ones all present, undeclared ones (when
-        allowed) anywhere. The matcher keeps the set of keys each open object has seen, so the
-        grammar has two productions per property instead of a state per subset of them."""
+        allowed) anywhere; a member's dependencies (``^{i,j}``) present before the object
+        closes; ``{lo,hi}`` bounding the number of members, undeclared ones included. The
+        matcher keeps the set of keys each open object has seen (and, when counted, how many
+        undeclared members), so the grammar has two productions per property instead of a
+        state per subset of them."""
         opening, sep, closing, _colon = self.layout()
-        parts = ", ".join(f"{'!' if req else ''}( {text} )" for _, text, req in members)
+
+        def member(i: int, text: str, req: bool) -> str:
+            needs = sorted(dep_index.get(i, set()) - {i})
+            mark = ("!" if req else "") + ("^{" + ",".join(map(str, needs)) + "} " if needs else "")
+            return f"{mark}( {text} )"
+
+        parts = ", ".join(member(i, text, req) for i, (_, text, req) in enumerate(members))
         tail = f"; ( {extra} )" if extra is not None else ""
+        bounds = f"{{{max(lo, 1)},{'' if hi is None else hi}}}" if lo > 1 or hi is not None else ""
         group = self.new_rule("keyed")
-        self.rules[group] = f"%keyed( {sep} ; {parts}{tail} )"
+        self.rules[group] = f"%keyed{bounds}( {sep} ; {parts}{tail} )"
         for key in ("properties", "required", "additionalProperties"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
         for key in ("minProperties", "maxProperties"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
-        for key, detail in dep_keywords.items():  # none binds here (no dependency between members)
+        for key, detail in dep_keywords.items():
             if detail is None:
                 self.note(_ptr(pointer, key), key, "enforced")
             else:
                 self.cannot_enforce(_ptr(pointer, key), key, detail)
         alts = [f'"{{" {opening} {group} {closing} "}}"']
-        if empty_ok:
+        if lo == 0 and not any(req for _, _, req in members):
             alts.insert(0, '"{" "}"' if self.pretty else f'"{{" {self.ws} "}}"')
         return " | ".join(alts)
 
