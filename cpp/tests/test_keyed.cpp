@@ -9,6 +9,7 @@
 
 #include "artifact.hpp"
 #include "compile.hpp"
+#include "keyed.hpp"
 #include "matcher.hpp"
 #include "matcher_helpers.hpp"
 #include "testing.hpp"
@@ -213,4 +214,21 @@ TEST(keyed_dependency_and_count_syntax_errors) {
   EXPECT_THROWS(compile("%keyed{3,2}(\",\"; \"a\", \"b\"; \"x\")"), CompileError);
   EXPECT_THROWS(compile("%keyed{1,1}(\",\"; !\"a\", !\"b\"; \"x\")"), CompileError);  // 2 required, max 1
   compile("%keyed{3,}(\",\"; \"a\", \"b\"; \"x\" [a-z])");  // undeclared members can reach 3
+}
+
+// The counter a counted group keeps above its key bits: read back, counted apart from the keys,
+// and canonical (a counter back at 0 is the set without it, so equal states share an id).
+TEST(keyed_sets_counter) {
+  KeySets ks;
+  const std::uint32_t a = ks.with(0, 3);
+  const std::uint32_t b = ks.with_counter(a, 5, 7);
+  EXPECT_EQ(ks.counter(b, 5), 7u);
+  EXPECT_EQ(ks.count_below(b, 5), 1u);
+  EXPECT(ks.has(b, 3) && !ks.has(b, 4));
+  EXPECT_EQ(ks.with_counter(b, 5, 0), a);
+  EXPECT_EQ(ks.with_counter(a, 5, 7), b);
+  const std::uint32_t far = ks.with_counter(ks.with(0, 70), 100, 0xFFFFFFFFu);  // spans words
+  EXPECT_EQ(ks.counter(far, 100), 0xFFFFFFFFu);
+  EXPECT_EQ(ks.count_below(far, 100), 1u);
+  EXPECT_EQ(ks.count_below(far, 64), 0u);
 }
