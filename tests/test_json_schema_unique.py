@@ -267,6 +267,29 @@ def test_artifact_and_snapshot_keep_the_construct(llama32: corral.Tokenizer) -> 
         assert c.is_accepting()
 
 
+def test_the_report_entry_carries_the_cap(llama32: corral.Tokenizer) -> None:
+    """A distinct array closed at ``max_unique_items`` says so in a field (``capped_at``, what
+    lint's W210 reads), kept by a ``.corral`` file; an exact one has no cap."""
+    from corral.compile import ConstraintSpec, compile_constraint
+    from corral.compile import artifact as af
+
+    strings = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+
+    def entry(g: object) -> corral.ReportEntry:
+        assert isinstance(g, corral.JsonSchemaGrammar)
+        (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
+        return e
+
+    assert entry(corral.compile_json_schema(strings, llama32, max_unique_items=3)).capped_at == 3
+    assert entry(corral.compile_json_schema(strings, llama32)).capped_at == 256
+    for exact in ({**strings, "maxItems": 3}, CASES[0][1]):
+        assert entry(corral.compile_json_schema(exact, llama32, max_unique_items=3)).capped_at is None
+    spec = ConstraintSpec.json_schema(strings, {"max_unique_items": 3})
+    c = compile_constraint(spec, llama32)
+    loaded = af.loads(af.dumps(c), llama32)
+    assert entry(loaded.grammar).capped_at == 3 and loaded.grammar.report == c.grammar.report  # type: ignore[attr-defined]
+
+
 @pytest.mark.slow
 def test_generation_writes_distinct_items(smol_model: Any) -> None:
     schema = {

@@ -67,8 +67,8 @@ from corral.grammar.json_schema.util import _NoValue, _ptr
 
 #: The most distinct item values a unique array is enforced for (see the module docstring).
 MAX_UNIQUE_VALUES = 32
-#: The report detail of a distinct array capped at ``max_unique_items`` items (the linter's W210
-#: reads it from the report: one spelling here).
+#: The report detail of a distinct array capped at ``max_unique_items`` items (for people: the
+#: linter's W210 reads the entry's ``capped_at`` field, not this text).
 CAPPED_AT = "capped at {cap} items (max_unique_items): the mask closes the array there"
 #: The default of ``SchemaOptions.max_unique_items``: the most items a distinct group remembers.
 MAX_REMEMBERED_ITEMS = 256
@@ -262,23 +262,35 @@ class UniqueItemsMixin(ConverterCore):
             return None
         item, what = found
         detail = f"{what}, kept distinct by the matcher (it remembers each closed item)"
+        capped_at = None
         if hi is None or hi > cap:
             detail += f"; {CAPPED_AT.format(cap=cap)}"
-            hi = cap
-        return self._group_array(schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo, detail)
+            hi = capped_at = cap
+        return self._group_array(
+            schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo, detail, capped_at
+        )
 
     def _group_array(
-        self, schema: dict[str, Any], pointer: str, kind: str, counts: str, body: str, lo: int, detail: str
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        kind: str,
+        counts: str,
+        body: str,
+        lo: int,
+        detail: str,
+        capped_at: int | None = None,
     ) -> str:
         """The array around a ``%unique`` / ``%distinct`` group rule (``kind``) of ``body``, in
-        the layout of the whitespace mode, with the keywords it enforces noted."""
+        the layout of the whitespace mode, with the keywords it enforces noted (``capped_at``:
+        the item count the group closes at below the schema's own bound, see ReportEntry)."""
         opening, sep, closing, _ = self.layout()
         group = self.new_rule(kind)
         self.rules[group] = f"%{kind}{counts}( {sep} ; {body} )"
         for key in ("minItems", "maxItems", "items"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
-        self.note(_ptr(pointer, "uniqueItems"), "uniqueItems", "enforced", detail)
+        self.note(_ptr(pointer, "uniqueItems"), "uniqueItems", "enforced", detail, capped_at)
         if self.pretty:
             filled = f'"[" {opening} {group} {closing} "]"'
             return filled if lo > 0 else f'"[" "]" | {filled}'
