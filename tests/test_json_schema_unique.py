@@ -149,6 +149,26 @@ CASES: list[tuple[str, Any, list[str]]] = [
         ["[10, 20.0]", "[100, 0, 50.0]", "[10, 10.0]", "[10, 10.00]", "[15]", "[20.0, 20]", "[110]"],
     ),
     (
+        "prefixItems of one schema, items false",  # (positions that share a schema: one group)
+        {
+            "type": "array",
+            "prefixItems": [{"type": "boolean"}, {"type": "boolean"}],
+            "items": False,
+            "uniqueItems": True,
+        },
+        ["[true, false]", "[false]", "[]", "[true, true]", "[false, false]", "[true, false, true]", "[1]"],
+    ),
+    (
+        "prefixItems and items of one schema",
+        {
+            "type": "array",
+            "prefixItems": [{"enum": [1, 2, 3]}],
+            "items": {"enum": [1, 2, 3]},
+            "uniqueItems": True,
+        },
+        ["[3, 1, 2]", "[2]", "[3, 3]", "[1, 2, 1]", "[4]"],
+    ),
+    (
         "anyOf of finite branches",
         {
             "type": "array",
@@ -283,6 +303,13 @@ def test_other_item_sets_stay_in_the_report(llama32: corral.Tokenizer) -> None:
         {"type": "array", "items": {"type": "number"}, "uniqueItems": True},
         {"type": "array", "items": {"enum": list(range(33))}, "uniqueItems": True},  # past the cap
         {"type": "array", "prefixItems": [{"const": 1}], "items": {"enum": [1, 2]}, "uniqueItems": True},
+        # Positions under different schemas (1 and true are equal for Python, not for JSON).
+        {
+            "type": "array",
+            "prefixItems": [{"const": 1}, {"const": True}],
+            "items": False,
+            "uniqueItems": True,
+        },
         # A branch with infinitely many values (free strings beside null), a number type.
         {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "uniqueItems": True},
         {

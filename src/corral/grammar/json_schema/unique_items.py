@@ -51,9 +51,10 @@ bitset of that many bits and the grammar has two productions per value, but what
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
 cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
 64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values), for other
-infinite item sets (objects that are not enum values, bounded strings, numbers) and with
-``prefixItems`` or ``contains``, the keyword stays in the report as checked after decoding —
-never silently unenforced.
+infinite item sets (objects that are not enum values, bounded strings, numbers), with
+``contains``, and with ``prefixItems`` unless every position has one schema (arrays.py: then
+the group is over that schema, at most the prefix long when ``items`` is false), the keyword
+stays in the report as checked after decoding — never silently unenforced.
 """
 
 from __future__ import annotations
@@ -376,7 +377,7 @@ class UniqueItemsMixin(ConverterCore):
         opening, sep, closing, _ = self.layout()
         group = self.new_rule(kind)
         self.rules[group] = f"%{kind}{counts}( {sep} ; {body} )"
-        for key in ("minItems", "maxItems", "items"):
+        for key in ("minItems", "maxItems", "items", "prefixItems", "additionalItems"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
         self.note(_ptr(pointer, "uniqueItems"), "uniqueItems", "enforced", detail, capped_at)
