@@ -96,6 +96,43 @@ CASES: list[tuple[str, Any, list[Any]]] = [
         [[1, 2], [None, "x"], [], [1]],
     ),
     (
+        "not additionalProperties false: some key",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "maxProperties": 3,
+            "not": {"additionalProperties": False},
+        },
+        [{"a": 1}, {"b": "x"}, {"a": 2, "c": None}, {}, {"a": "s"}],
+    ),
+    (
+        "not additionalProperties false: an undeclared key",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+            "maxProperties": 3,
+            "not": {"properties": {"a": True, "b": True}, "additionalProperties": False},
+        },
+        [
+            {"c": 1},
+            {"a": 1, "c": None},
+            {"b": "x", "z": []},
+            {"a": 1, "b": "y", "q": 0},
+            {},
+            {"a": 1},
+            {"a": 1, "b": "x"},
+        ],
+    ),
+    (
+        "not additionalProperties beside its properties' own violators",
+        {
+            "type": "object",
+            "maxProperties": 2,
+            "not": {"properties": {"a": {"type": "integer"}}, "additionalProperties": {"not": {}}},
+        },
+        [{"a": "s"}, {"b": 1}, {"a": 1, "b": 2}, {"a": 1}, {}],
+    ),
+    (
         "oneOf of two multipleOf",
         {"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]},
         [2, 3, 4, 9, -2, 6, 0, 12, 1, 5],
@@ -186,6 +223,85 @@ def test_enforced_exactly_against_jsonschema(
         out, _ = random_walk(g, rng, max_steps=24)
         value = json.loads(out.decode("utf-8"))
         assert validator.is_valid(value), (name, out)
+
+
+# (name, schema, instances) for ``not`` of a ``format``: jsonschema treats a format as an
+# annotation unless given a format checker, so these are judged with its own checkers.
+FORMAT_CASES: list[tuple[str, Any, list[Any]]] = [
+    (
+        "not format date",
+        {"type": "string", "maxLength": 12, "not": {"format": "date"}},
+        ["2024-02-30", "2023-02-29", "hello", "", "2024-1-31", "2024-01-31x", "2024-01-31", "2024-02-29"],
+    ),
+    (
+        "not format ipv4 beside other types",
+        {"not": {"format": "ipv4", "type": "string"}, "maxLength": 15},
+        ["256.1.1.1", "1.2.3", "01.2.3.4", "1.2.3.4.5", 7, None, "10.0.0.1", "255.255.255.255", "0.0.0.0"],
+    ),
+    (
+        "oneOf of two formats",  # (exclusivity: a string that is both is neither branch alone)
+        {
+            "oneOf": [
+                {"type": "string", "format": "ipv4"},
+                {"type": "string", "maxLength": 7, "pattern": "^[0-9.]+$"},
+            ]
+        },
+        ["10.0.0.1", "1.2", "192.168.100.100", "1.2.3.4", "abc", "1234567890"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "instances"), FORMAT_CASES, ids=[c[0] for c in FORMAT_CASES])
+def test_not_format_against_a_format_checker(
+    name: str, schema: Any, instances: list[Any], llama32: corral.Tokenizer
+) -> None:
+    g = corral.compile_json_schema(schema, llama32, extra_properties="spec")
+    assert not g.report.post_checks, f"{name}: {g.report}"
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    kinds = {validator.is_valid(x) for x in instances}
+    assert kinds == {True, False}, f"{name}: the instances must include valid ones and near misses"
+    for inst in instances:
+        text = json.dumps(inst)
+        want = validator.is_valid(inst)
+        assert _accepts(g, llama32, text) == want, (name, text)
+        if want:  # validate() agrees (it checks the formats with the grammar's regexes)
+            assert g.validate(text) == inst
+        else:
+            with pytest.raises(corral.OutputValidationError):
+                g.validate(text)
+    rng = random.Random(name)
+    for _ in range(6):
+        out, _ = random_walk(g, rng, max_steps=20)
+        assert validator.is_valid(json.loads(out.decode("utf-8"))), (name, out)
+
+
+def test_not_additional_properties_unexpressible_stays_in_the_report(llama32: corral.Tokenizer) -> None:
+    # "Some undeclared key whose value fails S" (S not false), beside patternProperties, or with
+    # too many declared names: checked after decoding, and validate() holds.
+    for schema, bad in (
+        ({"type": "object", "not": {"additionalProperties": {"type": "string"}}}, '{"a": "x"}'),
+        (
+            {"type": "object", "not": {"patternProperties": {"^x": True}, "additionalProperties": False}},
+            '{"x": 1}',
+        ),
+        (
+            {
+                "type": "object",
+                "not": {"properties": {c: True for c in "abcdef"}, "additionalProperties": False},
+            },
+            '{"a": 1}',
+        ),
+    ):
+        g = corral.compile_json_schema(schema, llama32, extra_properties="spec")
+        assert [e.keyword for e in g.report.checked_after()] == ["not"], schema
+        assert _accepts(g, llama32, bad)
+        with pytest.raises(corral.OutputValidationError):
+            g.validate(bad)
+    # An unknown format under not stays with validate too.
+    g = corral.compile_json_schema({"type": "string", "not": {"format": "no-such-format"}}, llama32)
+    assert [e.keyword for e in g.report.checked_after()] == ["not"]
 
 
 def test_unexpressible_complements_stay_in_the_report(llama32: corral.Tokenizer) -> None:

@@ -120,6 +120,87 @@ CASES: list[tuple[str, Any, list[str]]] = [
         {"type": "array", "items": {"enum": [1, 1.0, 2]}, "uniqueItems": True},
         ["[1, 2]", "[2, 1.0]", "[1, 1.0]", "[1.0, 1]", "[2, 2.0]"],
     ),
+    (
+        "booleans, null and bounded integers",
+        {
+            "type": "array",
+            "items": {"type": ["boolean", "null", "integer"], "minimum": 0, "maximum": 3},
+            "uniqueItems": True,
+        },
+        [
+            "[true, 1, null, 0]",
+            "[0, false]",
+            "[1, true]",
+            "[3, 2, 1, 0, true, false, null]",
+            "[1, 1]",
+            "[null, 0, null]",
+            "[false, 0, false]",
+            "[true, true]",
+            "[4]",
+        ],
+    ),
+    (
+        "numbers with an integer step",  # (integers, in any number spelling)
+        {
+            "type": "array",
+            "items": {"type": "number", "minimum": 0, "maximum": 100, "multipleOf": 10},
+            "uniqueItems": True,
+        },
+        ["[10, 20.0]", "[100, 0, 50.0]", "[10, 10.0]", "[10, 10.00]", "[15]", "[20.0, 20]", "[110]"],
+    ),
+    (
+        "prefixItems of one schema, items false",  # (positions that share a schema: one group)
+        {
+            "type": "array",
+            "prefixItems": [{"type": "boolean"}, {"type": "boolean"}],
+            "items": False,
+            "uniqueItems": True,
+        },
+        ["[true, false]", "[false]", "[]", "[true, true]", "[false, false]", "[true, false, true]", "[1]"],
+    ),
+    (
+        "prefixItems and items of one schema",
+        {
+            "type": "array",
+            "prefixItems": [{"enum": [1, 2, 3]}],
+            "items": {"enum": [1, 2, 3]},
+            "uniqueItems": True,
+        },
+        ["[3, 1, 2]", "[2]", "[3, 3]", "[1, 2, 1]", "[4]"],
+    ),
+    (
+        "anyOf of finite branches",
+        {
+            "type": "array",
+            "items": {"anyOf": [{"enum": ["a", "b"]}, {"type": "boolean"}, {"const": {"k": 1}}]},
+            "uniqueItems": True,
+        },
+        [
+            '["a", true, {"k": 1}, false, "b"]',
+            '[{"k": 1}, "a"]',
+            '["a", "\\u0061"]',
+            '[{"k": 1}, {"k": 1.0}]',
+            "[false, false]",
+            '["c"]',
+        ],
+    ),
+    (
+        "oneOf of overlapping enums",  # (3 matches both branches: no value of the items)
+        {"type": "array", "items": {"oneOf": [{"enum": [1, 2, 3]}, {"enum": [3, 4]}]}, "uniqueItems": True},
+        ["[1, 2, 4]", "[4, 1]", "[3]", "[1, 3]", "[4, 4]", "[2, 1, 2]"],
+    ),
+    (
+        "allOf with a not beside an enum",
+        {
+            "type": "array",
+            "items": {
+                "allOf": [{"type": "integer", "minimum": 0, "maximum": 9}, {"not": {"const": 5}}],
+                "not": {"enum": [7, 8]},
+            },
+            "uniqueItems": True,
+        },
+        ["[0, 9, 6]", "[1]", "[5]", "[7, 1]", "[9, 9]", "[2, 3, 2]"],
+    ),
 ]
 
 
@@ -222,6 +303,20 @@ def test_other_item_sets_stay_in_the_report(llama32: corral.Tokenizer) -> None:
         {"type": "array", "items": {"type": "number"}, "uniqueItems": True},
         {"type": "array", "items": {"enum": list(range(33))}, "uniqueItems": True},  # past the cap
         {"type": "array", "prefixItems": [{"const": 1}], "items": {"enum": [1, 2]}, "uniqueItems": True},
+        # Positions under different schemas (1 and true are equal for Python, not for JSON).
+        {
+            "type": "array",
+            "prefixItems": [{"const": 1}, {"const": True}],
+            "items": False,
+            "uniqueItems": True,
+        },
+        # A branch with infinitely many values (free strings beside null), a number type.
+        {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "uniqueItems": True},
+        {
+            "type": "array",
+            "items": {"type": ["number", "null"], "maximum": 3, "minimum": 0},
+            "uniqueItems": True,
+        },
     ):
         g = corral.compile_json_schema(schema, llama32)
         assert [e.keyword for e in g.report.checked_after()] == ["uniqueItems"], schema
@@ -265,6 +360,29 @@ def test_artifact_and_snapshot_keep_the_construct(llama32: corral.Tokenizer) -> 
         c = mm.copy()
         assert c.accept_bytes(b"1") and not c.copy().accept_bytes(b",") and c.accept_bytes(b"]")
         assert c.is_accepting()
+
+
+def test_the_report_entry_carries_the_cap(llama32: corral.Tokenizer) -> None:
+    """A distinct array closed at ``max_unique_items`` says so in a field (``capped_at``, what
+    lint's W210 reads), kept by a ``.corral`` file; an exact one has no cap."""
+    from corral.compile import ConstraintSpec, compile_constraint
+    from corral.compile import artifact as af
+
+    strings = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+
+    def entry(g: object) -> corral.ReportEntry:
+        assert isinstance(g, corral.JsonSchemaGrammar)
+        (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
+        return e
+
+    assert entry(corral.compile_json_schema(strings, llama32, max_unique_items=3)).capped_at == 3
+    assert entry(corral.compile_json_schema(strings, llama32)).capped_at == 256
+    for exact in ({**strings, "maxItems": 3}, CASES[0][1]):
+        assert entry(corral.compile_json_schema(exact, llama32, max_unique_items=3)).capped_at is None
+    spec = ConstraintSpec.json_schema(strings, {"max_unique_items": 3})
+    c = compile_constraint(spec, llama32)
+    loaded = af.loads(af.dumps(c), llama32)
+    assert entry(loaded.grammar).capped_at == 3 and loaded.grammar.report == c.grammar.report  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow

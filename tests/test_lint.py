@@ -61,6 +61,22 @@ def test_the_unique_items_cap_follows_the_option() -> None:
     assert "W201" in codes and "W210" not in codes
 
 
+def test_w210_reads_the_report_field_not_its_wording() -> None:
+    """W210 follows ``ReportEntry.capped_at``: an entry with the field and other words is found,
+    one whose words say "capped at" without the field is not."""
+    from corral.grammar.json_schema import ReportEntry, SchemaReport
+
+    report = SchemaReport(
+        [
+            ReportEntry("#/a/uniqueItems", "uniqueItems", "enforced", "free strings", capped_at=5),
+            ReportEntry("#/b/uniqueItems", "uniqueItems", "enforced", "capped at 5 items (max_unique_items)"),
+            ReportEntry("#/c/uniqueItems", "uniqueItems", "checked after decoding", "", capped_at=5),
+        ]
+    )
+    (f,) = measure_mod._capped_unique_arrays(report)
+    assert f.code == "W210" and f.pointer == "#/a/uniqueItems" and "up to 5 items" in f.message
+
+
 def test_findings_name_where_the_problem_is() -> None:
     r = lint({"type": "object", "properties": {"age": {"type": "integer", "minimum": 9, "maximum": 3}}})
     (f,) = r.errors

@@ -167,8 +167,9 @@ class JsonSchemaGrammar(CompiledGrammar):
 
 def _validator(schema: Any, slot_values: dict[str, list[str]] | None = None) -> Any:
     """A jsonschema validator for the schema's draft (2020-12 unless ``$schema`` says otherwise),
-    with that draft's format checkers. Formats the grammar enforces exactly are not re-checked
-    (jsonschema's checkers for some of them need optional packages). With `slot_values`, the
+    with that draft's format checkers, except for the formats the grammar enforces: those are
+    checked with the grammar's regexes (corral.grammar.formats; jsonschema's checkers for some
+    of them need optional packages, and would judge a few strings otherwise). With `slot_values`, the
     ``x-corral-slot`` keyword checks a string against its slot's values (strings only, like
     ``pattern``; unbound slots constrain nothing)."""
     import jsonschema
@@ -187,8 +188,13 @@ def _validator(schema: Any, slot_values: dict[str, list[str]] | None = None) -> 
                 )
 
         cls = jsonschema.validators.extend(cls, {SLOT_KEYWORD: slot_check})
+    from corral.grammar.json_schema.literals import _format_checker
+
+    # The formats the grammar enforces are checked with the grammar's own regexes, not skipped:
+    # under not/oneOf/if a skipped format would match every string and so flip the verdict.
     checker = jsonschema.FormatChecker(formats=())
     checker.checkers = {k: v for k, v in cls.FORMAT_CHECKER.checkers.items() if k not in FORMAT_REGEXES}
+    checker.checkers.update(_format_checker().checkers)
     return cls(schema, format_checker=checker)
 
 

@@ -189,7 +189,18 @@ def _node(c: Constraint, blobs: list[bytes]) -> dict[str, Any]:
         grammar["json_schema"] = {
             "schema": None if same else [g.schema],
             "report": {
-                "entries": [[e.pointer, e.keyword, e.status, e.detail] for e in g.report.entries],
+                # A capped uniqueItems entry carries its cap as a fifth element; the rest stay
+                # four strings, as files written before that field have them.
+                "entries": [
+                    [
+                        e.pointer,
+                        e.keyword,
+                        e.status,
+                        e.detail,
+                        *([] if e.capped_at is None else [e.capped_at]),
+                    ]
+                    for e in g.report.entries
+                ],
                 "slots": {k: list(v) for k, v in g.report.slots.items()},
             },
             "grammar_source": g.grammar_source,
@@ -555,12 +566,20 @@ class _Loader:
             raise _corrupt(f"{where}: the schema is not an object or boolean")
         rep = _want(js.get("report"), dict, where + ".json_schema.report")
         items = _want(rep.get("entries"), list, where + ".report.entries")
-        # Checked in bulk (set(map(...)) runs in C): a big schema has thousands of entries.
+        # Checked in bulk (set(map(...)) runs in C): a big schema has thousands of entries. The
+        # few with a fifth element (a uniqueItems cap, a positive integer) are checked apart.
+        if not set(map(type, items)) <= {list} or not set(map(len, items)) <= {4, 5}:
+            raise _corrupt(f"{where}.report.entries are not [pointer, keyword, status, detail] strings")
+        capped = [item for item in items if len(item) == 5]
+        if capped:
+            if not all(type(item[4]) is int and item[4] > 0 for item in capped):
+                raise _corrupt(f"{where}.report.entries: a cap (fifth element) is not a positive integer")
+            plain = [item if len(item) == 4 else item[:4] for item in items]
+        else:
+            plain = items
         if (
-            not set(map(type, items)) <= {list}
-            or not set(map(len, items)) <= {4}
-            or not set(map(type, itertools.chain.from_iterable(items))) <= {str}
-            or not {item[2] for item in items} <= _REPORT_STATUSES
+            not set(map(type, itertools.chain.from_iterable(plain))) <= {str}
+            or not {item[2] for item in plain} <= _REPORT_STATUSES
         ):
             raise _corrupt(f"{where}.report.entries are not [pointer, keyword, status, detail] strings")
         entries = [ReportEntry(*item) for item in items]

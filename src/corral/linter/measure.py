@@ -101,7 +101,7 @@ def _compile(
             findings.append(
                 Finding("W201", f"{e.keyword} is checked after decoding, not by the mask{why}", e.pointer)
             )
-        findings.extend(_capped_unique_arrays(report, opts.max_unique_items))
+        findings.extend(_capped_unique_arrays(report))
         grammar: Any = schema_grammar(raw, text, report, tok, limits)
         cost.compile_ms = (time.perf_counter() - t1) * 1e3
     elif kind == "regex":
@@ -117,22 +117,19 @@ def _compile(
     return grammar, cost, findings
 
 
-def _capped_unique_arrays(report: Any, cap: int) -> list[Finding]:
+def _capped_unique_arrays(report: Any) -> list[Finding]:
     """W210 for each ``uniqueItems`` array the mask closes at ``max_unique_items`` items (no
     ``maxItems``, or a larger one): stricter than the schema, so longer valid arrays are never
-    generated."""
-    from corral.grammar.json_schema.unique_items import CAPPED_AT
-
-    mark = CAPPED_AT.format(cap=cap)
+    generated. Read from the entries' ``capped_at`` field (ReportEntry), not their wording."""
     return [
         Finding(
             "W210",
-            f"uniqueItems is enforced up to {cap} items (max_unique_items): the mask closes the array "
-            "there; set maxItems (or max_unique_items) to say how many are wanted",
+            f"uniqueItems is enforced up to {e.capped_at} items (max_unique_items): the mask closes "
+            "the array there; set maxItems (or max_unique_items) to say how many are wanted",
             e.pointer,
         )
         for e in report.enforced()
-        if e.keyword == "uniqueItems" and e.detail and mark in e.detail
+        if e.keyword == "uniqueItems" and e.capped_at is not None
     ]
 
 

@@ -18,6 +18,7 @@ enforced exactly; ``maxContains`` needs the exact complement of ``contains`` (co
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -50,9 +51,13 @@ class ArraysMixin(UniqueItemsMixin):
                 )
         if self.unique_check(schema, pointer, hi is not None and hi <= 1):
             # uniqueItems: in the mask when the items come from a small finite set (unique_items).
-            plain = bool(prefix) or "contains" in schema or items is False
-            body = None if plain else self.unique_array(schema, pointer, items, lo, hi)
-            if body is None and not plain:  # free strings and integers (unique_items)
+            # Positions that all share one schema (prefixItems equal to each other, and items
+            # false or equal to them too) are one unique group: where an item stands then
+            # says nothing about which values it may take.
+            shared = _one_item_schema(prefix, items)
+            plain = shared is None or "contains" in schema
+            body = None if plain else self.unique_array(schema, pointer, shared, lo, hi)
+            if body is None and not plain and not prefix:  # free strings and integers (unique_items)
                 body = self.distinct_array(schema, pointer, items, lo, hi)
             if body is not None:
                 return body
@@ -269,3 +274,16 @@ class ArraysMixin(UniqueItemsMixin):
         except UnsupportedSchemaError:
             return None
         return out
+
+
+def _one_item_schema(prefix: list[Any], items: Any) -> Any:
+    """The one schema every position of an array is under, when there is one: ``items`` without
+    ``prefixItems``; else the prefix schemas when they are all equal and ``items`` is false or
+    equal to them too; None otherwise. (``items`` false bounds the array to the prefix.)"""
+    if not prefix:
+        return None if items is False else items
+    # Compared as JSON text: Python's == has True == 1, and {"const": true} is no {"const": 1}.
+    texts = {json.dumps(p, sort_keys=True, default=str) for p in prefix}
+    if len(texts) > 1 or (items is not False and json.dumps(items, sort_keys=True, default=str) not in texts):
+        return None
+    return prefix[0]

@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from corral.errors import SchemaError
+from corral.grammar import formats
 from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import (
     _ANNOTATIONS,
@@ -213,6 +214,9 @@ class CompositionMixin(ConverterCore):
 # count is what the conversion pays), and $ref/not/properties levels it follows.
 _MAX_BRANCHES = 64
 _MAX_DEPTH = 8
+# Most declared properties beside an ``additionalProperties: false`` that is negated (its
+# violators are one branch per subset of them, _extra_violators).
+_MAX_EXTRA_DECLARED = 5
 # Most characters of the strings a complement excludes (one automaton of about that many states).
 _MAX_EXCLUDED_CHARS = 20000
 _FLIPPED = {
@@ -242,9 +246,10 @@ def _complement(c_schema: Any, resolve: Resolve | None = None, depth: int = 0) -
     when they are a schema — ``type``, ``const``/``enum`` of scalars, numeric bounds, the
     counts, ``pattern`` (via the grammar's ``-``, keyword _NOT_MATCHING), an integer
     ``multipleOf`` (fractions and the integers of _NOT_MULTIPLE_OF), ``required``,
-    ``properties``, ``items``, ``prefixItems`` (without ``items``), ``contains``, ``not``,
-    ``allOf``, ``anyOf`` and ``$ref`` (with `resolve`). Numbers outside a value set or bound
-    are written in plain decimal spellings."""
+    ``properties``, ``additionalProperties`` (when it admits no value: _extra_violators), a
+    ``format`` the grammar has a regex for, ``items``, ``prefixItems`` (without ``items``),
+    ``contains``, ``not``, ``allOf``, ``anyOf`` and ``$ref`` (with `resolve`). Numbers outside
+    a value set or bound are written in plain decimal spellings."""
     if depth > _MAX_DEPTH:
         return None
     if c_schema is True:
@@ -361,6 +366,16 @@ def _violators(
         return [{"type": "array", "items": _any_of(c)}] if c else [{"type": "array", "maxItems": 0}]
     if key == "not":
         return [value]
+    if key == "additionalProperties":
+        return _extra_violators(value, schema, resolve, depth)
+    if key == "format":
+        # The grammar asserts the formats it has a regex for (strings.py; validate and the enum
+        # filter check them with the same regexes), so their violators are the other strings.
+        # Another format may be checked by validate's own checker: left to it.
+        rx = formats.format_regex(value) if isinstance(value, str) else None
+        if rx is None:
+            return None
+        return [{"type": "string", _NOT_MATCHING: ["^(?:" + rx + ")\\Z"]}]
     if key == "allOf":
         if not isinstance(value, list):
             return None
@@ -396,6 +411,42 @@ def _violators(
             return None
         return _complement(target, resolve, depth + 1)
     return None
+
+
+def _extra_violators(
+    value: Any, schema: dict[str, Any], resolve: Resolve | None, depth: int
+) -> list[Any] | None:
+    """The objects that violate ``additionalProperties: value`` beside `schema`'s ``properties``,
+    or None. Written only when `value` admits no value (``false``, or a schema whose complement
+    is everything) and there are no ``patternProperties``: then a violator is an object with a
+    key outside the declared names D, and "some key outside D" is counted, not quantified —
+    one branch per subset T of D: exactly the keys T of D present and more than |T| keys in
+    all (2**|D| branches, so at most _MAX_EXTRA_DECLARED names). For any other `value`, "one
+    undeclared key whose value fails it" has no schema (keywords constrain every key)."""
+    comp = _complement(value, resolve, depth + 1)
+    if comp is None:
+        return None
+    if not comp:
+        return []  # every value is allowed: nothing violates it
+    admits_nothing = any(b is True or (isinstance(b, dict) and set(b) <= _ANNOTATIONS) for b in comp)
+    if not admits_nothing or schema.get("patternProperties", {}) != {}:
+        return None
+    declared = schema.get("properties", {})
+    if not isinstance(declared, dict) or len(declared) > _MAX_EXTRA_DECLARED:
+        return None
+    names = list(declared)
+    out: list[Any] = []
+    for bits in range(1 << len(names)):
+        present = [n for i, n in enumerate(names) if bits >> i & 1]
+        branch: dict[str, Any] = {"type": "object", "minProperties": len(present) + 1}
+        if names:
+            branch["properties"] = {n: n in present for n in names}
+        if present:
+            branch["required"] = present
+        # Explicit: with extra_properties="schema" undeclared keys are written only when allowed.
+        branch["additionalProperties"] = True
+        out.append(branch)
+    return out
 
 
 def _not_values(schema: dict[str, Any]) -> list[Any] | None:

@@ -189,10 +189,13 @@ class ConverterCore:
         finally:
             self.depth -= 1
 
-    def note(self, pointer: str, keyword: str, status: str, detail: str = "") -> None:
+    def note(
+        self, pointer: str, keyword: str, status: str, detail: str = "", capped_at: int | None = None
+    ) -> None:
         if status != "enforced":
             self.post_marks += 1
-        self.report.entries.append(ReportEntry(pointer, keyword, status, detail))  # type: ignore[arg-type]
+        entry = ReportEntry(pointer, keyword, status, detail, capped_at)  # type: ignore[arg-type]
+        self.report.entries.append(entry)
 
     def snapshot(self) -> tuple[Any, ...]:
         """The converter's mutable state, to undo an attempt that failed half-way."""

@@ -206,12 +206,18 @@ class SchemaOptions:
 
 @dataclass(frozen=True)
 class ReportEntry:
-    """One keyword of the schema and how it is honoured."""
+    """One keyword of the schema and how it is honoured.
+
+    ``capped_at`` is set on a ``uniqueItems`` entry whose array the mask closes at that many
+    items (``SchemaOptions.max_unique_items``) although the schema allows more: stricter than
+    the schema, which ``corral lint`` warns about (W210). ``detail`` says the same in words.
+    """
 
     pointer: str
     keyword: str
     status: Literal["enforced", "checked after decoding", "ignored"]
     detail: str = ""
+    capped_at: int | None = None
 
 
 @dataclass

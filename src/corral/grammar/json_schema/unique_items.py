@@ -7,13 +7,17 @@ Out: the array's grammar as one unique group (``%unique{min,max}(sep; v0, v1, ..
      that would start a value already written is never allowed, and the array cannot close
      before ``minItems`` distinct values nor grow past ``maxItems``.
 
-Which item schemas: ``enum``/``const`` (scalars, objects, arrays), ``boolean``/``null`` types
-and bounded ``integer`` ranges, with sibling keywords that only filter the values (the values
-are kept when a draft 2020-12 validator accepts them under the whole item schema, as enum_body
-does). Values are told apart by JSON equality (``1``, ``1.0`` and ``1e0`` are one value,
-``"a"`` and ``"\\u0061"`` too): each member is ``literal_value`` of one value, which accepts
-every spelling of that value, so the members' languages are disjoint and a duplicate can never
-hide behind another spelling.
+Which item schemas: those with a short list of candidates that holds every value they allow
+(_finite_candidates): ``enum``/``const`` (scalars, objects, arrays), a ``type`` of finite kinds
+(``boolean``, ``null``, ``integer`` between bounds, or a mix of them), ``anyOf``/``oneOf``
+whose every branch has such a list, an ``allOf`` with one such branch. Each candidate is kept
+when a draft 2020-12 validator accepts it under the whole item schema (as enum_body does), so
+any sibling keyword filters exactly — which is why a ``$ref`` anywhere in the item schema (the
+validator could not follow it) keeps the keyword off this path. Values are told apart by JSON
+equality (``1``, ``1.0`` and ``1e0`` are one value, ``"a"`` and ``"\\u0061"`` too): each
+member is ``literal_value`` of one value, which accepts the spellings of that value it writes
+for an enum (``1`` and ``1.0``, every string escape; no exponent form), so the members'
+languages are disjoint and a duplicate can never hide behind another spelling.
 
 Free values (``distinct_array``): items that are free strings (``{"type": "string"}``, with at
 most a ``minLength``), strings whose ``pattern``/``format`` the engine proves open-ended
@@ -47,9 +51,10 @@ bitset of that many bits and the grammar has two productions per value, but what
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
 cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
 64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values), for other
-infinite item sets (objects that are not enum values, bounded strings, numbers) and with
-``prefixItems`` or ``contains``, the keyword stays in the report as checked after decoding —
-never silently unenforced.
+infinite item sets (objects that are not enum values, bounded strings, numbers), with
+``contains``, and with ``prefixItems`` unless every position has one schema (arrays.py: then
+the group is over that schema, at most the prefix long when ``items`` is false), the keyword
+stays in the report as checked after decoding — never silently unenforced.
 """
 
 from __future__ import annotations
@@ -62,13 +67,13 @@ from typing import TYPE_CHECKING, Any
 from corral import errors as corral_errors
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, _NUMBER_KEYS, _STRING_KEYS
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, SLOT_KEYWORD
 from corral.grammar.json_schema.util import _NoValue, _ptr
 
 #: The most distinct item values a unique array is enforced for (see the module docstring).
 MAX_UNIQUE_VALUES = 32
-#: The report detail of a distinct array capped at ``max_unique_items`` items (the linter's W210
-#: reads it from the report: one spelling here).
+#: The report detail of a distinct array capped at ``max_unique_items`` items (for people: the
+#: linter's W210 reads the entry's ``capped_at`` field, not this text).
 CAPPED_AT = "capped at {cap} items (max_unique_items): the mask closes the array there"
 #: The default of ``SchemaOptions.max_unique_items``: the most items a distinct group remembers.
 MAX_REMEMBERED_ITEMS = 256
@@ -78,10 +83,55 @@ _FREE_STRING = frozenset({"type", "minLength"})
 _OPEN_STRING = frozenset({"type", "minLength", "pattern", "format"})
 # ... of an integer (lower bounds at or above 0 only: no prefix then has finitely many values).
 _FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
-# Item-schema keywords that only filter a finite value set (anything else: not handled here).
-_FILTERS = frozenset({"enum", "const", "type", *_NUMBER_KEYS, *_STRING_KEYS})
 # Bounded integer ranges wider than this are not enumerated.
 _MAX_RANGE = 4 * MAX_UNIQUE_VALUES
+# Most anyOf/oneOf/allOf levels followed to find an item schema's finite candidates.
+_MAX_DEPTH = 4
+
+
+def _schema_has_ref(node: Any) -> bool:
+    """Is there a ``$ref`` in the schema (not counting ``const``/``enum`` values, which are data)?"""
+    if isinstance(node, dict):
+        return "$ref" in node or any(
+            _schema_has_ref(v) for k, v in node.items() if k not in ("const", "enum")
+        )
+    if isinstance(node, list):
+        return any(_schema_has_ref(v) for v in node)
+    return False
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _integer_span(s: dict[str, Any]) -> range | None:
+    """The integers between a schema's numeric bounds that are multiples of its ``multipleOf``
+    when that is a positive integer (every integer it allows, and maybe others), or None when
+    unbounded on a side, malformed, or more than _MAX_RANGE of them."""
+    bound = [s.get(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")]
+    if any(b is not None and (isinstance(b, bool) or not isinstance(b, (int, float))) for b in bound):
+        return None
+    lows = [math.ceil(b) for b in bound[:2] if b is not None and math.isfinite(b)]
+    highs = [math.floor(b) for b in bound[2:] if b is not None and math.isfinite(b)]
+    if not lows or not highs:
+        return None
+    step = s.get("multipleOf")
+    k = step if isinstance(step, int) and not isinstance(step, bool) and step > 0 else 1
+    first = -(-max(lows) // k) * k  # the first multiple of k from the lower bound
+    span = range(first, min(highs) + 1, k)
+    return span if len(span) <= _MAX_RANGE else None
+
+
+def _integral_step(s: dict[str, Any]) -> bool:
+    """Does ``multipleOf`` make every number the schema allows an integer (a positive integer
+    step; a float one such as 2.0 counts)?"""
+    step = s.get("multipleOf")
+    return (
+        not isinstance(step, bool)
+        and isinstance(step, (int, float))
+        and step >= 1
+        and float(step).is_integer()
+    )
 
 
 def canonical(v: Any) -> str | None:
@@ -118,35 +168,19 @@ class UniqueItemsMixin(ConverterCore):
     def finite_item_values(self, items: Any, pointer: str) -> tuple[list[list[Any]], bool] | None:
         """The distinct values an item schema allows (each as its listed forms: one value, or an
         object listed with its keys in several orders), when they are few (at most
-        MAX_UNIQUE_VALUES) and the schema only filters them, and whether integers take their
-        canonical spelling; None otherwise (also when no value fits: the plain path says so)."""
+        MAX_UNIQUE_VALUES), and whether integers take their canonical spelling; None otherwise
+        (also when no value fits: the plain path says so). The candidates (_finite_candidates)
+        hold every value the schema allows; each is kept when a validator accepts it under the
+        whole item schema, so the set is exact."""
         from corral.grammar.json_schema.literals import _quick_check
 
         s = self.deref(items, pointer)
-        if not isinstance(s, dict) or not set(s) - _ANNOTATIONS <= _FILTERS:
+        if not isinstance(s, dict) or SLOT_KEYWORD in s:
             return None
-        types = self.types_of(s, pointer) if "type" in s else []
-        if "const" in s:
-            candidates: list[Any] = [s["const"]]
-        elif "enum" in s:
-            if not isinstance(s["enum"], list) or len(s["enum"]) > _MAX_RANGE:
-                return None
-            candidates = list(s["enum"])
-        elif types and set(types) <= {"boolean", "null"}:
-            candidates = [
-                v for t, vs in (("boolean", [False, True]), ("null", [None])) if t in types for v in vs
-            ]
-        elif types == ["integer"]:
-            bound = [s.get(k) for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")]
-            if any(b is not None and (isinstance(b, bool) or not isinstance(b, (int, float))) for b in bound):
-                return None
-            lows = [math.ceil(b) for b in bound[:2] if b is not None and math.isfinite(b)]
-            highs = [math.floor(b) for b in bound[2:] if b is not None and math.isfinite(b)]
-            if not lows or not highs or min(highs) - max(lows) > _MAX_RANGE:
-                return None
-            candidates = list(range(max(lows), min(highs) + 1))
-        else:
+        found = self._finite_candidates(s, pointer, 0)
+        if found is None:
             return None
+        candidates, integer_only = found
         # Per distinct value, its listed forms: JSON-equal enum entries are one value, and objects
         # listed twice with their keys in two orders keep both orders (as a plain enum does).
         kept: dict[str, list[Any]] = {}
@@ -161,7 +195,63 @@ class UniqueItemsMixin(ConverterCore):
                 kept[key] = [v]
         if not kept or len(kept) > MAX_UNIQUE_VALUES:
             return None
-        return list(kept.values()), "integer" in types and "number" not in types
+        return list(kept.values()), integer_only
+
+    def _finite_candidates(self, s: Any, pointer: str, depth: int) -> tuple[list[Any], bool] | None:
+        """A finite list of values holding every value schema `s` allows (not only those), and
+        whether its numbers are integers written canonically; None when there is no such short
+        list. From ``const``/``enum``, a ``type`` of finite kinds (booleans, null, integers
+        between bounds), the union of ``anyOf``/``oneOf`` branches that each have one, or one
+        ``allOf`` branch that has one. Only for schemas without ``$ref`` (whose filter,
+        _quick_check, could not follow it) and within _MAX_DEPTH levels."""
+        if not isinstance(s, dict) or depth > _MAX_DEPTH or (depth == 0 and _schema_has_ref(s)):
+            return None
+        if SLOT_KEYWORD in s:
+            return None  # (its values come with each request)
+        types = self.types_of(s, pointer) if "type" in s else []
+        integer_only = "integer" in types and "number" not in types
+        if "const" in s:
+            return [s["const"]], integer_only
+        if "enum" in s:
+            if not isinstance(s["enum"], list) or len(s["enum"]) > _MAX_RANGE:
+                return None
+            return list(s["enum"]), integer_only
+        for key in ("anyOf", "oneOf"):
+            branches = s.get(key)
+            if isinstance(branches, list) and branches:
+                union: list[Any] = []
+                ints = True
+                for b in branches:
+                    got = self._finite_candidates(b, pointer, depth + 1)
+                    if got is None:
+                        break
+                    union += got[0]
+                    ints = ints and (got[1] or not any(_is_number(v) for v in got[0]))
+                else:
+                    if len(union) <= 2 * _MAX_RANGE:
+                        return union, ints or integer_only
+        if isinstance(s.get("allOf"), list):
+            for b in s["allOf"]:
+                got = self._finite_candidates(b, pointer, depth + 1)
+                if got is not None:
+                    return got[0], got[1] or integer_only
+        if not types:
+            return None
+        out: list[Any] = []
+        for t in types:
+            if t == "boolean":
+                out += [False, True]
+            elif t == "null":
+                out.append(None)
+            elif t == "integer" or (t == "number" and _integral_step(s)):
+                # (a number whose multipleOf is an integer is an integer: 4, or 4.0 spelled so)
+                span = _integer_span(s)
+                if span is None:
+                    return None
+                out += list(span)
+            else:
+                return None  # strings, other numbers, arrays, objects: no short list
+        return out, integer_only
 
     def unique_array(
         self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
@@ -262,23 +352,35 @@ class UniqueItemsMixin(ConverterCore):
             return None
         item, what = found
         detail = f"{what}, kept distinct by the matcher (it remembers each closed item)"
+        capped_at = None
         if hi is None or hi > cap:
             detail += f"; {CAPPED_AT.format(cap=cap)}"
-            hi = cap
-        return self._group_array(schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo, detail)
+            hi = capped_at = cap
+        return self._group_array(
+            schema, pointer, "distinct", f"{{{max(lo, 1)},{hi}}}", item, lo, detail, capped_at
+        )
 
     def _group_array(
-        self, schema: dict[str, Any], pointer: str, kind: str, counts: str, body: str, lo: int, detail: str
+        self,
+        schema: dict[str, Any],
+        pointer: str,
+        kind: str,
+        counts: str,
+        body: str,
+        lo: int,
+        detail: str,
+        capped_at: int | None = None,
     ) -> str:
         """The array around a ``%unique`` / ``%distinct`` group rule (``kind``) of ``body``, in
-        the layout of the whitespace mode, with the keywords it enforces noted."""
+        the layout of the whitespace mode, with the keywords it enforces noted (``capped_at``:
+        the item count the group closes at below the schema's own bound, see ReportEntry)."""
         opening, sep, closing, _ = self.layout()
         group = self.new_rule(kind)
         self.rules[group] = f"%{kind}{counts}( {sep} ; {body} )"
-        for key in ("minItems", "maxItems", "items"):
+        for key in ("minItems", "maxItems", "items", "prefixItems", "additionalItems"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
-        self.note(_ptr(pointer, "uniqueItems"), "uniqueItems", "enforced", detail)
+        self.note(_ptr(pointer, "uniqueItems"), "uniqueItems", "enforced", detail, capped_at)
         if self.pretty:
             filled = f'"[" {opening} {group} {closing} "]"'
             return filled if lo > 0 else f'"[" "]" | {filled}'
