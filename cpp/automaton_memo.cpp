@@ -1,6 +1,7 @@
 // automaton_memo.cpp — the process-wide automaton memo (see automaton_memo.hpp).
 #include "automaton_memo.hpp"
 
+#include <atomic>
 #include <mutex>
 
 namespace corral {
@@ -25,7 +26,8 @@ struct Memo {
   std::mutex mu;
   // Hash-consing table of StructuralKeys: (kind, payload, children's ids) -> id.
   std::unordered_map<std::string, std::uint64_t> interned;
-  std::uint64_t generation = 0;
+  // Written under `mu`; read without it by StructuralKeys to validate a node's cached id.
+  std::atomic<std::uint64_t> generation{0};
   std::unordered_map<std::string, Entry<Dfa>> terminals;
   std::unordered_map<std::string, Entry<RangeDfa>> products;
   std::size_t bytes = 0;
@@ -44,7 +46,7 @@ struct Memo {
     products.clear();
     bytes = 0;
     interned.clear();
-    ++generation;
+    generation.fetch_add(1, std::memory_order_relaxed);
   }
 };
 
@@ -55,51 +57,55 @@ Memo& memo() {
 
 }  // namespace
 
-std::uint64_t StructuralKeys::id_of(const NodePtr& n) {
-  auto it = ids_.find(n.get());
-  if (it != ids_.end()) return it->second.second;
+std::uint64_t StructuralKeys::id_of(const Node& n) {
+  Memo& m = memo();
+  // A cached id is valid while its generation is current. One that went stale between this
+  // check and its use only costs sharing: ids of different generations never collide.
+  const std::uint64_t cached = n.structural_id.load(std::memory_order_relaxed);
+  if (cached != 0 && (cached >> 40) == m.generation.load(std::memory_order_relaxed)) return cached;
   std::string k;
-  k.push_back(static_cast<char>('0' + static_cast<int>(n->kind)));
+  k.push_back(static_cast<char>('0' + static_cast<int>(n.kind)));
   auto put32 = [&k](std::uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  switch (n->kind) {
+  switch (n.kind) {
     case NodeKind::Chars:
-      for (const auto& r : n->chars.ranges()) {
+      for (const auto& r : n.chars.ranges()) {
         put32(r.lo);
         put32(r.hi);
       }
       break;
     case NodeKind::Repeat:
-      put32(n->min);
-      put32(n->max);
+      put32(n.min);
+      put32(n.max);
       break;
     case NodeKind::RuleRef:
-      put32(static_cast<std::uint32_t>(n->rule));
+      put32(static_cast<std::uint32_t>(n.rule));
       break;
     default:
       break;
   }
-  for (const auto& kid : n->kids) {
-    const std::uint64_t sub = id_of(kid);
+  for (const auto& kid : n.kids) {
+    const std::uint64_t sub = id_of(*kid);
     k.append(reinterpret_cast<const char*>(&sub), sizeof sub);
   }
   std::uint64_t id;
   {
-    Memo& m = memo();
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.interned.size() >= kMaxInternedNodes) m.clear_all();
     auto [slot, fresh] = m.interned.emplace(std::move(k), 0);
-    if (fresh) slot->second = m.generation << 40 | (m.interned.size() - 1);
+    // Never 0 (the "not cached" mark): index + 1.
+    if (fresh) slot->second = m.generation.load(std::memory_order_relaxed) << 40 | m.interned.size();
     id = slot->second;
   }
-  ids_.emplace(n.get(), std::make_pair(n, id));
+  n.structural_id.store(id, std::memory_order_relaxed);
   return id;
 }
 
 const std::string& StructuralKeys::of(const NodePtr& n) {
   auto it = keys_.find(n.get());
-  if (it != keys_.end()) return it->second;
-  const std::uint64_t id = id_of(n);  // holds n, so its address is not reused while keyed
-  return keys_.emplace(n.get(), std::string(reinterpret_cast<const char*>(&id), sizeof id)).first->second;
+  if (it != keys_.end()) return it->second.second;
+  const std::uint64_t id = id_of(*n);
+  return keys_.emplace(n.get(), std::make_pair(n, std::string(reinterpret_cast<const char*>(&id), sizeof id)))
+      .first->second.second;
 }
 
 namespace {

@@ -29,22 +29,24 @@
 
 namespace corral {
 
-/// Structural keys of trees, memoised per node (the memo holds the nodes, so an address cannot
-/// be reused while it is a key). Equal keys ⇔ structurally equal trees. A key is 8 bytes: the
+/// Structural keys of trees. Equal keys ⇔ structurally equal trees. A key is 8 bytes: the
 /// node's id in a process-wide hash-consing table, whose entries are (kind, payload, children's
 /// ids) — so computing keys is linear in the tree, however deep (keys that spelled out their
 /// subtrees cost size × depth on the deeply nested "none of these keys" regexes of big
 /// schemas). Ids carry a generation: when the table is emptied (it holds at most
 /// kMaxInternedNodes), the automaton memo is emptied with it and later ids never equal earlier
-/// ones, so a key never names two different trees.
+/// ones, so a key never names two different trees. A node's id is cached in the node itself
+/// (Node::structural_id, read only while its generation is current), so subtrees shared by
+/// every compile — the JSON spellings of a character class, built once per process — are
+/// interned once, not once per compile. The keys handed out are memoised per instance, which
+/// holds the nodes it keyed (an address is not reused while it is a key).
 class StructuralKeys {
  public:
   const std::string& of(const NodePtr& n);
 
  private:
-  std::uint64_t id_of(const NodePtr& n);
-  std::unordered_map<const Node*, std::pair<NodePtr, std::uint64_t>> ids_;
-  std::unordered_map<const Node*, std::string> keys_;
+  static std::uint64_t id_of(const Node& n);
+  std::unordered_map<const Node*, std::pair<NodePtr, std::string>> keys_;
 };
 
 constexpr std::size_t kMaxInternedNodes = std::size_t{1} << 18;

@@ -220,17 +220,27 @@ class FiniteBuilder {
   std::int32_t build_alt(std::vector<Seq> seqs, std::int32_t t) {
     if (++build_depth_ > kMaxBuildDepth) throw Bail{};
     std::vector<std::int32_t> parts;
-    std::unordered_map<const Node*, std::size_t> group_of;
     std::vector<std::pair<const Node*, std::vector<Seq>>> groups;
+    // Groups in order of first appearance. Most alternations are small (the spellings of one
+    // character, a trie level of key names): a linear scan finds the group without the hash
+    // map, whose allocations were a large share of this path; long ones (enums) use the map.
+    constexpr std::size_t kLinearGroups = 16;
+    std::unordered_map<const Node*, std::size_t> group_of;
     for (const Seq& q : seqs) {
       if (q.off == q.size()) {
         parts.push_back(t);
         continue;
       }
       const Node* f = q.at(q.off);
-      auto [it, fresh] = group_of.emplace(f, groups.size());
-      if (fresh) groups.push_back({f, {}});
-      groups[it->second].second.push_back(Seq{q.n, q.off + 1});
+      std::size_t g = groups.size();
+      if (seqs.size() <= kLinearGroups) {
+        for (std::size_t i = 0; i < groups.size(); ++i)
+          if (groups[i].first == f) g = i;
+      } else {
+        g = group_of.emplace(f, groups.size()).first->second;
+      }
+      if (g == groups.size()) groups.push_back({f, {}});
+      groups[g].second.push_back(Seq{q.n, q.off + 1});
     }
     for (auto& [f, rests] : groups) {
       std::int32_t inner;
@@ -370,7 +380,7 @@ class FiniteBuilder {
     if (!overlap) {
       for (const Utf8Seq& q : seqs) {
         std::int32_t s = t;
-        for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
+        for (int j = q.len - 1; j >= 1; --j) s = intern_one(q.lo[j], q.hi[j], s);
         top.push_back(Edge{q.lo[0], q.hi[0], s});
       }
       return intern(false, std::move(top));
@@ -381,7 +391,7 @@ class FiniteBuilder {
     if (seqs.size() > kMaxSequences) throw Bail{};
     for (const Utf8Seq& q : seqs) {
       std::int32_t s = t;
-      for (int j = q.len - 1; j >= 1; --j) s = intern(false, {Edge{q.lo[j], q.hi[j], s}});
+      for (int j = q.len - 1; j >= 1; --j) s = intern_one(q.lo[j], q.hi[j], s);
       top = merge_edges(std::move(top), {Edge{q.lo[0], q.hi[0], s}});
     }
     return intern(false, std::move(top));
@@ -501,6 +511,13 @@ class FiniteBuilder {
   // target are merged here).
   std::int32_t intern(bool acc, std::vector<Edge> edges) { return intern_in_place(acc, edges); }
 
+  // intern of a state with one edge and no accepting flag (a continuation byte of a UTF-8
+  // sequence), through a reused buffer: one allocation fewer per state built.
+  std::int32_t intern_one(std::uint8_t lo, std::uint8_t hi, std::int32_t to) {
+    one_.assign(1, Edge{lo, hi, to});
+    return intern_in_place(false, one_);
+  }
+
   // intern for a caller's buffer (merged in place, copied into the register when new).
   std::int32_t intern_in_place(bool acc, std::vector<Edge>& edges) {
     std::size_t k = 0;
@@ -560,6 +577,7 @@ class FiniteBuilder {
   std::vector<Edge> edges_;
   std::vector<std::int32_t> slots_;  // open addressing over state ids
   std::vector<Edge> scratch_;                          // instantiate's edge buffer
+  std::vector<Edge> one_;                              // intern_one's edge buffer
   std::vector<std::int32_t> remap_;  // instantiate: template state - placeholder -> copy
   std::unordered_map<std::pair<const void*, std::int32_t>, std::int32_t, PairHash> built_;
   std::unordered_map<std::uint64_t, std::int32_t> united_;  // (smaller id << 32 | larger) -> union

@@ -5,9 +5,11 @@
 //      sub-expressions, each compiled to a byte DFA by dfa.cpp.
 // Invariants: a CharSet's ranges are sorted, disjoint, non-adjacent, within [0, 0x10FFFF] and
 // never contain surrogates (U+D800..U+DFFF cannot be encoded in UTF-8); nodes are immutable
-// and shared (shared_ptr<const Node>); RuleRef only appears in grammar expressions.
+// and shared (shared_ptr<const Node>) apart from one cache that never changes what a node
+// means (structural_id); RuleRef only appears in grammar expressions.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -66,6 +68,10 @@ struct Node {
   std::uint32_t min = 0, max = 0;  // Repeat
   std::int32_t rule = -1;     // RuleRef: index into the grammar's rule table
   std::size_t pos = 0;        // byte offset in the source text (for error messages)
+  // The node's structural id (automaton_memo.hpp), 0 until first asked: a cache, not part of
+  // the tree. Nodes shared by every compile (the JSON spellings of a class) are keyed once per
+  // process instead of once per compile. Valid only in the generation it names.
+  mutable std::atomic<std::uint64_t> structural_id{0};
 };
 
 NodePtr make_empty(std::size_t pos = 0);

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from typing import Any
 
 import numpy as np
@@ -284,7 +285,6 @@ def test_regex_terminal_escapes_as_the_definition_says() -> None:
 
 
 def test_not_in_regex_is_the_exact_complement() -> None:
-    import re
 
     from corral.grammar.json_schema.patterns import _not_in_regex
 
@@ -316,3 +316,52 @@ def test_compile_stage_counters_run_on_either_clock(smollm2: corral.Tokenizer, c
     spent = {k: after[k] - before[k] for k in ("parse_ms", "lower_ms", "automata_ms", "bind_ms")}
     assert all(v >= 0 for v in spent.values()), spent
     assert spent["automata_ms"] > 0, spent  # a DFA was built, on whichever clock
+
+
+def _mask_walk(g: corral.CompiledGrammar, tok: corral.Tokenizer, seed: int, steps: int) -> list[bytes]:
+    """Every mask of one seeded random walk of allowed tokens (and the tokens taken)."""
+    rng = random.Random(seed)
+    m = g.matcher()
+    bm = corral.allocate_bitmask(1, tok)
+    out: list[bytes] = []
+    for _ in range(steps):
+        m.fill_next_token_bitmask(bm, 0)
+        out.append(bm.tobytes())
+        allowed = np.flatnonzero(np.unpackbits(bm.view(np.uint8), bitorder="little"))
+        allowed = allowed[allowed < tok.vocab_size]
+        if m.is_terminated() or not len(allowed):
+            break
+        t = int(allowed[rng.randrange(len(allowed))])
+        out.append(t.to_bytes(4, "little"))
+        assert m.accept_token(t)
+    return out
+
+
+_LENGTHS: list[dict[str, Any]] = [
+    {"type": "string", "maxLength": 40},
+    {"type": "string", "minLength": 5, "maxLength": 64},
+    {"type": "string", "minLength": 33, "maxLength": 33},
+    {"type": "object", "properties": {"id": {"type": "string", "maxLength": 256}}, "required": ["id"]},
+    {"type": "object", "propertyNames": {"maxLength": 40}, "additionalProperties": {"type": "integer"}},
+]
+
+
+@pytest.mark.parametrize("escapes", ["any", "canonical"])
+@pytest.mark.parametrize("i", range(len(_LENGTHS)))
+def test_a_length_alone_is_a_counted_terminal_with_the_products_masks(
+    smollm2: corral.Tokenizer, monkeypatch: pytest.MonkeyPatch, i: int, escapes: str
+) -> None:
+    # A bounded length alone is written as a plain counted terminal, not as a product with
+    # `(?s:.)*` (strings.regular_string): the same language, so the masks of the product form
+    # (the converter with the fast path off) must be equal at every step.
+    from corral.grammar.json_schema import strings
+
+    g = corral.compile_json_schema(_LENGTHS[i], smollm2, escapes=escapes, whitespace="compact")
+    monkeypatch.setattr(strings, "COUNTED_TERMINALS", False)
+    product = corral.compile_json_schema(_LENGTHS[i], smollm2, escapes=escapes, whitespace="compact")
+    flag = "j" if escapes == "any" else "c"
+    assert re.search(rf"\( /\(\?s:\.\)\{{\d+,\d+\}}/{flag} \)", g.grammar_source), g.grammar_source
+    assert f"& /(?s:.)*/{flag}" not in g.grammar_source
+    assert f"& /(?s:.)*/{flag}" in product.grammar_source
+    for seed in (1, 2, 3):
+        assert _mask_walk(g, smollm2, seed, 120) == _mask_walk(product, smollm2, seed, 120), seed

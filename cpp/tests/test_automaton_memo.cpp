@@ -54,6 +54,21 @@ const std::vector<std::string>& grammars() {
   return g;
 }
 
+// The same tree in new nodes (nothing cached in them).
+NodePtr deep_copy(const NodePtr& n) {
+  std::vector<NodePtr> kids;
+  for (const auto& k : n->kids) kids.push_back(deep_copy(k));
+  switch (n->kind) {
+    case NodeKind::Empty: return make_empty();
+    case NodeKind::Chars: return make_chars(n->chars);
+    case NodeKind::Concat: return make_concat(std::move(kids));
+    case NodeKind::Alt: return make_alt(std::move(kids));
+    case NodeKind::Repeat: return make_repeat(kids[0], n->min, n->max);
+    default: break;
+  }
+  throw InternalError("deep_copy: unexpected node kind");
+}
+
 }  // namespace
 
 TEST(memo_hits_build_the_automata_a_cold_compile_builds) {
@@ -102,4 +117,33 @@ TEST(memo_never_hides_a_limit) {
   const std::uint64_t hits0 = automaton_memo_stats().hits;
   EXPECT(same_terminals(build(ok), a));
   EXPECT(automaton_memo_stats().hits > hits0);
+}
+
+TEST(structural_keys_cached_in_shared_nodes_stay_exact_across_compiles_and_clears) {
+  // The JSON spellings of a class are one process-wide tree; its id is cached in its nodes, so
+  // a second StructuralKeys (another compile) must give it the same key, an equal tree built
+  // apart the same key, and a different tree another key — also after the table was emptied
+  // (the cached ids are then stale and must not be used).
+  clear_automaton_memo();
+  const NodePtr shared = json_string_chars(CharSet::range('a', 'z'));
+  const NodePtr again = json_string_chars(CharSet::range('a', 'z'));
+  EXPECT(shared == again);  // (the memo of spellings hands out one tree)
+  auto concat = [&](const NodePtr& x, std::uint32_t cp) { return make_concat({x, make_chars(CharSet::single(cp))}); };
+  for (int round = 0; round < 2; ++round) {
+    StructuralKeys a, b;
+    const std::string ka = a.of(concat(shared, 'x'));
+    EXPECT(ka == b.of(concat(shared, 'x')));       // a fresh, equal tree over the shared node
+    EXPECT(ka != b.of(concat(shared, 'y')));       // one leaf differs
+    EXPECT(a.of(shared) == b.of(shared));
+    EXPECT(a.of(shared) != a.of(json_string_chars(CharSet::range('a', 'y'))));
+    // A tree equal to the shared one but built node by node (nothing cached in it) gets its key.
+    const NodePtr rebuilt = deep_copy(shared);
+    EXPECT(rebuilt != shared);
+    EXPECT(b.of(rebuilt) == a.of(shared));
+    clear_automaton_memo();  // a new generation: every cached id is stale
+    StructuralKeys c;
+    EXPECT(c.of(shared) != a.of(shared));  // a fresh id (the old key names the old generation)
+    EXPECT(c.of(concat(shared, 'x')) == StructuralKeys().of(concat(shared, 'x')));
+    EXPECT(c.of(concat(shared, 'x')) != c.of(concat(shared, 'y')));
+  }
 }
