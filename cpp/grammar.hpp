@@ -139,7 +139,7 @@ struct KeyedGroup {
   std::vector<std::vector<std::uint32_t>> deps;
   std::vector<std::uint32_t> dep_keys;  // derived by finalize: the keys whose deps are not empty
   // Count bounds (unique.hpp, keyed.hpp): at least min_count and at most max_count members (0:
-  // no upper bound), undeclared-key members included. A group with bounds has no deps.
+  // no upper bound), undeclared-key members included. A group with a maximum has no deps.
   std::uint32_t min_count = 1, max_count = 0;
   // Derived by finalize: the production `nt ::= nt sep extra` (-1: no undeclared-key member).
   std::int32_t extra_rec_prod = -1;

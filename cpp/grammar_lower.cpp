@@ -333,7 +333,9 @@ class Lowerer {
       std::vector<std::uint32_t> firsts = k.required;
       if (firsts.empty() && !k.deps.empty()) firsts = smallest_closure(k);
       for (std::uint32_t j = 0; j < grp.n_keys && firsts.size() < k.min_count; ++j)
-        if (!std::binary_search(k.required.begin(), k.required.end(), j)) firsts.push_back(j);
+        if (std::find(firsts.begin(), firsts.end(), j) == firsts.end())
+          for (std::uint32_t c : closure_of(k, j))  // with its dependencies (no maximum beside deps)
+            if (std::find(firsts.begin(), firsts.end(), c) == firsts.end()) firsts.push_back(c);
       Seq all;
       for (std::size_t i = 0; i < firsts.size(); ++i) {
         if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());
@@ -355,14 +357,21 @@ class Lowerer {
   static std::vector<std::uint32_t> smallest_closure(const KeyedAst& k) {
     std::vector<std::uint32_t> best;
     for (std::uint32_t j = 0; j < k.members.size(); ++j) {
-      std::vector<std::uint32_t> c{j};
-      for (std::size_t i = 0; i < c.size(); ++i)
-        for (std::uint32_t d : k.deps[c[i]])
-          if (std::find(c.begin(), c.end(), d) == c.end()) c.push_back(d);
+      std::vector<std::uint32_t> c = closure_of(k, j);
       if (best.empty() || c.size() < best.size()) best = std::move(c);
     }
     std::sort(best.begin(), best.end());
     return best;
+  }
+
+  // Member j and every member it needs, directly or not (j itself when there are no deps).
+  static std::vector<std::uint32_t> closure_of(const KeyedAst& k, std::uint32_t j) {
+    std::vector<std::uint32_t> c{j};
+    if (k.deps.empty()) return c;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      for (std::uint32_t d : k.deps[c[i]])
+        if (std::find(c.begin(), c.end(), d) == c.end()) c.push_back(d);
+    return c;
   }
 
   // A distinct group (distinct.hpp): D ::= V | D sep V (key 0) and V ::= item, V its own

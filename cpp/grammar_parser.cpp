@@ -194,8 +194,8 @@ class GrammarParser {
       any_dep = any_dep || !list.empty();
     }
     if (any_dep) {
-      if (k->min_count > 1 || k->max_count != 0)
-        fail_at(start, "a %keyed group with count bounds cannot also have dependencies (`^{...}`)");
+      if (k->max_count != 0)
+        fail_at(start, "a %keyed group with a maximum count cannot also have dependencies (`^{...}`)");
       for (auto& d : deps) k->deps.push_back(std::move(d.first));
       close_required(*k);
     }

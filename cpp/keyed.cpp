@@ -130,27 +130,33 @@ void missing_members(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set,
     added.push_back(j);
     out.push_back(kg.rec_prod[j]);
   };
+  // Dependencies of the present keys and of those appended from `from` on (transitively):
+  // `added` grows while it is read, so index it.
+  auto close = [&](std::size_t from) {
+    for (std::size_t i = from; i < added.size(); ++i)
+      for (std::uint32_t d : kg.deps[added[i]]) add(d);
+  };
   for (std::uint32_t r : kg.required) add(r);
-  // Dependencies of the present keys and of those appended (transitively): `added` grows
-  // while it is read, so index it.
   if (!kg.dep_keys.empty()) {
     for (std::uint32_t j : kg.dep_keys)
       if (present(j))
         for (std::uint32_t d : kg.deps[j]) add(d);
-    for (std::size_t i = 0; i < added.size(); ++i)
-      for (std::uint32_t d : kg.deps[added[i]]) add(d);
+    close(0);
   }
   if (kg.min_count <= 1) return;
-  std::uint32_t have = member_count(kg, ks, set) + (key == kExtraKey || (key >= 0 && !ks.has(set, static_cast<std::uint32_t>(key))) ? 1 : 0) +
-                       static_cast<std::uint32_t>(added.size());
+  const std::uint32_t base =
+      member_count(kg, ks, set) + (key == kExtraKey || (key >= 0 && !ks.has(set, static_cast<std::uint32_t>(key))) ? 1 : 0);
+  auto have = [&] { return base + static_cast<std::uint32_t>(added.size()); };
+  // The cheapest other members up to min, each with its dependencies (a group with deps has no
+  // maximum, so overshooting min is fine).
   for (std::uint32_t j : kg.cheap_order) {
-    if (have >= kg.min_count) return;
+    if (have() >= kg.min_count) return;
     if (present(j) || std::find(added.begin(), added.end(), j) != added.end()) continue;
-    added.push_back(j);
-    out.push_back(kg.rec_prod[j]);
-    ++have;
+    const std::size_t from = added.size();
+    add(j);
+    if (!kg.dep_keys.empty()) close(from);
   }
-  for (; have < kg.min_count && kg.extra_rec_prod >= 0; ++have) out.push_back(kg.extra_rec_prod);
+  for (std::uint32_t n = have(); n < kg.min_count && kg.extra_rec_prod >= 0; ++n) out.push_back(kg.extra_rec_prod);
 }
 
 void finalize_keyed(Grammar& g) {
@@ -176,7 +182,7 @@ void finalize_keyed(Grammar& g) {
     grp.dep_keys.clear();
     if (!grp.deps.empty()) {
       const std::string name = "keyed group " + std::to_string(k);
-      if (grp.deps.size() != grp.n_keys || grp.distinct() || has_count_bounds(grp))
+      if (grp.deps.size() != grp.n_keys || grp.distinct() || grp.max_count != 0)
         throw CompileError(name + " has dependencies that do not fit it");
       for (std::uint32_t j = 0; j < grp.n_keys; ++j) {
         const auto& d = grp.deps[j];

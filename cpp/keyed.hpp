@@ -11,8 +11,8 @@
 // it: each member is `"name" : value`, the extra key class excludes the declared names), so the
 // set of keys a member list contains is a function of its text. The text parser closes
 // `required` under the dependencies (a required key's dependencies are required); a group has
-// dependencies or count bounds, not both (exact masks for both together would need to know
-// which supersets of a set fit under max, see below).
+// dependencies or a maximum count, not both (exact masks for both together would need to know
+// which dependency-closed supersets of a set fit under max).
 //
 // Lowering (grammar_lower.cpp) writes, per member j (and the extra member, key kExtraKey):
 //     K ::= m_j            (key j)        K ::= K sep m_j      (key j)
@@ -43,7 +43,8 @@
 //
 // Exactness of masks: every live item can still complete — a member j ∉ aux can always be
 // finished, and the required keys and dependencies not yet seen can always be appended (they
-// are declared members, absent, and a group with dependencies has no maximum); under a maximum,
+// are declared members, absent, and a group with dependencies has no maximum, so the members
+// that reach min may bring theirs along); under a maximum,
 // `admits` keeps room for the missing required members, and min <= max members can always be
 // reached one member at a time (there are at least min members to write, or undeclared ones) —
 // so "the parser set is non-empty" stays equivalent to "the text is a prefix of a sentence",

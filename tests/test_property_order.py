@@ -92,7 +92,16 @@ COUNTED_CLOSED = {
     "additionalProperties": False,
 }
 MAX_ONLY = {"type": "object", "properties": {"a": {}, "b": {}}, "maxProperties": 2}
-COUNTED_SCHEMAS = [DEPENDENT, DRAFT7_DEPENDENCIES, DEPENDENT_SCHEMA, COUNTED, COUNTED_CLOSED, MAX_ONLY]
+DEPENDENT_MIN = {**DEPENDENT, "minProperties": 2, "additionalProperties": False}
+COUNTED_SCHEMAS = [
+    DEPENDENT,
+    DRAFT7_DEPENDENCIES,
+    DEPENDENT_SCHEMA,
+    COUNTED,
+    COUNTED_CLOSED,
+    MAX_ONLY,
+    DEPENDENT_MIN,
+]
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -141,6 +150,7 @@ PAIRS: dict[int, list[tuple[str, str]]] = {
     id(COUNTED): [("id", "1"), ("x", "2"), ("y", "3"), ("$schema", '"s"'), ("w", "0")],
     id(COUNTED_CLOSED): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "null"), ("e", "5")],
     id(MAX_ONLY): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")],
+    id(DEPENDENT_MIN): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0")],
 }
 
 
@@ -428,7 +438,7 @@ def test_keyed_grammar_text_and_artifact_round_trip() -> None:
         'root ::= %other(","; "a")',
         'root ::= %keyed(","; "a" | "")',
         'root ::= %keyed(","; ^{1} "a")',
-        'root ::= %keyed{2,}(","; "a", ^{0} "b")',
+        'root ::= %keyed{1,2}(","; "a", ^{0} "b", "c")',
         'root ::= %keyed{3,}(","; "a", "b")',
     ],
 )

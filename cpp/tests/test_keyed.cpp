@@ -100,6 +100,11 @@ bool counted_ok(const std::vector<std::string>& keys) {
   return std::find(keys.begin(), keys.end(), "b") != keys.end() && keys.size() >= 2 && keys.size() <= 3;
 }
 
+// Dependencies with a minimum (no maximum): members that reach min bring their dependencies.
+const char* kDepsMin = R"G(root ::= "{" body "}"
+body ::= %keyed{3,}(","; "a:" [0-9], ^{0,2} "b:" [0-9], "c:" [0-9], ^{1} "d:" [0-9]; "x" [a-z] ":" [0-9]))G";
+bool deps_min_ok(const std::vector<std::string>& keys) { return deps_ok(keys) && keys.size() >= 3; }
+
 const char* kCountedMin = R"G(root ::= "{" body "}"
 body ::= %keyed{3,}(","; "a:" [0-9], "b:" [0-9]; "x" [a-z] ":" [0-9]))G";
 bool counted_min_ok(const std::vector<std::string>& keys) {
@@ -172,6 +177,7 @@ void check_walks(const char* grammar) {
 TEST(keyed_dependencies_language) {
   check_language(kDeps, deps_ok, true);
   check_language(kRequiredDeps, required_deps_ok, false);
+  check_language(kDepsMin, deps_min_ok, false);
   auto g = compile_grammar(kDeps, "root", keyed_vocab(), Limits{});
   // The close is refused while a dependency is missing, and the missing key is still allowed.
   Matcher m(g);
@@ -199,7 +205,7 @@ TEST(keyed_count_bounds_language) {
 }
 
 TEST(keyed_dependency_and_count_masks_match_parser) {
-  for (const char* grammar : {kDeps, kRequiredDeps, kCounted, kCountedMin, kCountedNoExtra}) check_walks(grammar);
+  for (const char* grammar : {kDeps, kRequiredDeps, kDepsMin, kCounted, kCountedMin, kCountedNoExtra}) check_walks(grammar);
 }
 
 TEST(keyed_dependency_and_count_syntax_errors) {
@@ -209,7 +215,7 @@ TEST(keyed_dependency_and_count_syntax_errors) {
   EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^{2} \"b\")"), CompileError);      // no member 2
   EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^ \"b\")"), CompileError);         // no list
   EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^{0 \"b\")"), CompileError);       // unclosed list
-  EXPECT_THROWS(compile("%keyed{2,}(\",\"; \"a\", ^{0} \"b\")"), CompileError);  // deps and counts
+  EXPECT_THROWS(compile("%keyed{1,2}(\",\"; \"a\", ^{0} \"b\", \"c\")"), CompileError);  // deps and a max
   EXPECT_THROWS(compile("%keyed{3,}(\",\"; \"a\", \"b\")"), CompileError);       // unsatisfiable
   EXPECT_THROWS(compile("%keyed{3,2}(\",\"; \"a\", \"b\"; \"x\")"), CompileError);
   EXPECT_THROWS(compile("%keyed{1,1}(\",\"; !\"a\", !\"b\"; \"x\")"), CompileError);  // 2 required, max 1

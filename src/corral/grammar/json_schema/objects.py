@@ -13,7 +13,8 @@ group (``%keyed``, cpp/keyed.hpp): declared members in any order, each at most o
 ones, dependencies and the counts enforced by the matcher's seen-key set (and its count of
 undeclared members). It keeps schema order where that set cannot be exact (keyed_refusal): a
 ``minProperties`` that may need two undeclared members (their keys are not remembered, so a
-repeated one would count twice), dependencies beside a binding count, ``maxProperties: 0``.
+repeated one would count twice), dependencies beside a binding ``maxProperties``,
+``maxProperties: 0``.
 
 Invariants: in schema order, members are generated in schema order, so two schemas differing
 only in property order give different grammars. A declared name matching ``patternProperties`` gets those
@@ -285,7 +286,7 @@ class ObjectsMixin(ConverterCore):
         One undeclared member beside the required ones is exact (it is a new key). For
         ``maxProperties`` counting as written is exact on objects whose keys are distinct,
         which is what the mask allows of declared keys too. Dependencies together with a
-        binding count are not combined in the engine (keyed.hpp says why)."""
+        binding ``maxProperties`` are not combined in the engine (keyed.hpp says why)."""
         if hi == 0:
             return "maxProperties is 0"
         if has_extra and lo > n_required + 1:
@@ -293,8 +294,8 @@ class ObjectsMixin(ConverterCore):
                 "minProperties may need two or more undeclared properties, which the matcher "
                 "cannot tell from one repeated key"
             )
-        if dep_index and (lo > 1 or hi is not None):
-            return "dependencies together with minProperties/maxProperties need the counting machine"
+        if dep_index and hi is not None:
+            return "dependencies together with maxProperties need the counting machine"
         return None
 
     def any_order_object(
