@@ -335,6 +335,15 @@ def test_other_item_sets_stay_in_the_report(llama32: corral.Tokenizer) -> None:
         corral.compile_json_schema({"type": "array", "uniqueItems": "yes"}, llama32)
 
 
+def test_malformed_item_keywords_are_named(llama32: corral.Tokenizer) -> None:
+    # A bad multipleOf beside bounded integers is the plain path's error, at the keyword.
+    for step in (0, True, "2"):
+        items = {"type": "integer", "minimum": 0, "maximum": 5, "multipleOf": step}
+        with pytest.raises(corral.SchemaError) as e:
+            corral.compile_json_schema({"type": "array", "items": items, "uniqueItems": True}, llama32)
+        assert e.value.pointer == "#/items/multipleOf", step
+
+
 def test_artifact_and_snapshot_keep_the_construct(llama32: corral.Tokenizer) -> None:
     schema = {
         "type": "array",

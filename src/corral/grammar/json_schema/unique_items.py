@@ -235,8 +235,12 @@ class UniqueItemsMixin(ConverterCore):
                 got = self._finite_candidates(b, pointer, depth + 1)
                 if got is not None:
                     return got[0], got[1] or integer_only
-        if not types:
-            return None
+        step = s.get("multipleOf")
+        if not types or (
+            step is not None
+            and (isinstance(step, bool) or not isinstance(step, (int, float)) or not step > 0)
+        ):
+            return None  # (a malformed multipleOf: the plain path names it)
         out: list[Any] = []
         for t in types:
             if t == "boolean":
