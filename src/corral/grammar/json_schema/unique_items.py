@@ -118,8 +118,10 @@ def _integer_span(s: dict[str, Any]) -> range | None:
     step = s.get("multipleOf")
     k = step if isinstance(step, int) and not isinstance(step, bool) and step > 0 else 1
     first = -(-max(lows) // k) * k  # the first multiple of k from the lower bound
-    span = range(first, min(highs) + 1, k)
-    return span if len(span) <= _MAX_RANGE else None
+    # (Counted, not len(range): bounds like 1e300 overflow a C size.)
+    if (min(highs) - first) // k + 1 > _MAX_RANGE:
+        return None
+    return range(first, min(highs) + 1, k)
 
 
 def _integral_step(s: dict[str, Any]) -> bool:
