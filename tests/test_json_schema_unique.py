@@ -303,6 +303,12 @@ def test_other_item_sets_stay_in_the_report(llama32: corral.Tokenizer) -> None:
         {"type": "array", "items": {"type": "number"}, "uniqueItems": True},
         {"type": "array", "items": {"enum": list(range(33))}, "uniqueItems": True},  # past the cap
         {"type": "array", "prefixItems": [{"const": 1}], "items": {"enum": [1, 2]}, "uniqueItems": True},
+        # Integers between bounds too far apart to list (and to take a C size: 1e300).
+        {
+            "type": "array",
+            "items": {"type": "integer", "minimum": -1e300, "maximum": 1e300},
+            "uniqueItems": True,
+        },
         # Positions under different schemas (1 and true are equal for Python, not for JSON).
         {
             "type": "array",
@@ -333,6 +339,15 @@ def test_other_item_sets_stay_in_the_report(llama32: corral.Tokenizer) -> None:
         assert not g.report.post_checks, schema
     with pytest.raises(corral.SchemaError):
         corral.compile_json_schema({"type": "array", "uniqueItems": "yes"}, llama32)
+
+
+def test_malformed_item_keywords_are_named(llama32: corral.Tokenizer) -> None:
+    # A bad multipleOf beside bounded integers is the plain path's error, at the keyword.
+    for step in (0, True, "2"):
+        items = {"type": "integer", "minimum": 0, "maximum": 5, "multipleOf": step}
+        with pytest.raises(corral.SchemaError) as e:
+            corral.compile_json_schema({"type": "array", "items": items, "uniqueItems": True}, llama32)
+        assert e.value.pointer == "#/items/multipleOf", step
 
 
 def test_artifact_and_snapshot_keep_the_construct(llama32: corral.Tokenizer) -> None:

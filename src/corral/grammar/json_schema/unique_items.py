@@ -118,8 +118,10 @@ def _integer_span(s: dict[str, Any]) -> range | None:
     step = s.get("multipleOf")
     k = step if isinstance(step, int) and not isinstance(step, bool) and step > 0 else 1
     first = -(-max(lows) // k) * k  # the first multiple of k from the lower bound
-    span = range(first, min(highs) + 1, k)
-    return span if len(span) <= _MAX_RANGE else None
+    # (Counted, not len(range): bounds like 1e300 overflow a C size.)
+    if (min(highs) - first) // k + 1 > _MAX_RANGE:
+        return None
+    return range(first, min(highs) + 1, k)
 
 
 def _integral_step(s: dict[str, Any]) -> bool:
@@ -235,8 +237,12 @@ class UniqueItemsMixin(ConverterCore):
                 got = self._finite_candidates(b, pointer, depth + 1)
                 if got is not None:
                     return got[0], got[1] or integer_only
-        if not types:
-            return None
+        step = s.get("multipleOf")
+        if not types or (
+            step is not None
+            and (isinstance(step, bool) or not isinstance(step, (int, float)) or not step > 0)
+        ):
+            return None  # (a malformed multipleOf: the plain path names it)
         out: list[Any] = []
         for t in types:
             if t == "boolean":
