@@ -316,6 +316,17 @@ def test_dependency_and_count_near_misses_refused_in_the_mask(request: pytest.Fi
         assert index[b"i"] in after and index[b"x"] not in after and index[b"w"] not in after
 
 
+def _assert_every_token_allowed(g: Any, tok: corral.Tokenizer, mask: Any, texts: list[str]) -> None:
+    """Each text, canonically tokenized, is accepted with every token allowed by the mask first."""
+    for text in texts:
+        m = g.matcher()
+        for t in tok.encode(text):
+            m.fill_next_token_bitmask(mask, 0)
+            assert t in set(corral.allowed_tokens(mask[0], tok)), (text, tok.token_bytes[t])
+            assert m.accept_token(t)
+        assert m.is_accepting(), text
+
+
 def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.FixtureRequest) -> None:
     """Every token of canonically tokenized valid instances (keys in every order) is allowed."""
     for tok in _real_tokenizers(request):
@@ -324,13 +335,7 @@ def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.Fi
             g = corral.compile_json_schema(schema, tok, extra_properties="spec")
             texts = [t for t in _instances(schema, limit=300) if _valid(schema, t)][:10]
             assert len(texts) >= 5
-            for text in texts:
-                m = g.matcher()
-                for t in tok.encode(text):
-                    m.fill_next_token_bitmask(mask, 0)
-                    assert t in set(corral.allowed_tokens(mask[0], tok)), (text, tok.token_bytes[t])
-                    assert m.accept_token(t)
-                assert m.is_accepting(), text
+            _assert_every_token_allowed(g, tok, mask, texts)
 
 
 def test_random_walks_produce_only_valid_instances(request: pytest.FixtureRequest) -> None:
@@ -351,13 +356,7 @@ def test_valid_permutations_never_forbidden(request: pytest.FixtureRequest) -> N
         mask = corral.allocate_bitmask(1, tok)
         texts = [t for t in _instances(PERSON, limit=120) if _valid(PERSON, t)][:12]
         assert len(texts) >= 10
-        for text in texts:
-            m = g.matcher()
-            for t in tok.encode(text):
-                m.fill_next_token_bitmask(mask, 0)
-                assert t in set(corral.allowed_tokens(mask[0], tok)), (text, tok.token_bytes[t])
-                assert m.accept_token(t)
-            assert m.is_accepting(), text
+        _assert_every_token_allowed(g, tok, mask, texts)
 
 
 def test_shortest_completion_adds_missing_required_keys() -> None:
