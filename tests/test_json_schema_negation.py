@@ -442,6 +442,44 @@ def test_two_one_ofs_under_all_of_keep_exactly_one_checked(llama32: corral.Token
     assert h.report.post_checks, "3 matches both branches of the first oneOf"
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # Found by the schema fuzz test: refused as "matches no string at all" (the distributed
+        # pair was conjoined with the oneOf it came from, which converted to itself).
+        {"allOf": [{"oneOf": [{"oneOf": [{"type": "null"}]}]}, {"oneOf": [{"type": "null"}]}]},
+        # The pairs of the two oneOfs replaced the first part's own anyOf: null passed the mask.
+        {
+            "allOf": [
+                {
+                    "anyOf": [{"type": "integer"}, {"type": "string"}],
+                    "oneOf": [{"type": ["integer", "null"]}],
+                },
+                {"oneOf": [{"type": ["null", "integer"]}]},
+            ]
+        },
+        {
+            "allOf": [
+                {"anyOf": [{"type": "string"}, {"minimum": 5}]},
+                {"oneOf": [{"type": "integer"}]},
+                {"oneOf": [{"maximum": 10}]},
+            ]
+        },
+    ],
+)
+def test_all_of_of_single_branch_one_ofs_is_exact(llama32: corral.Tokenizer, schema: Any) -> None:
+    """``allOf`` of one-branch ``oneOf``s (and an ``anyOf`` beside them) is a plain conjunction:
+    compiled exactly, nothing left to ``validate``, accepted exactly where jsonschema accepts."""
+    g = corral.compile_json_schema(schema, llama32)
+    assert not g.report.post_checks, str(g.report)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [None, 0, 3, 7, 12, -1, 2.5, "a", "", True, [], {}]:
+        m = g.matcher()
+        text = json.dumps(value).encode()
+        accepted = m.accept_bytes(text) and m.is_accepting()
+        assert accepted == validator.is_valid(value), (value, str(g.report))
+
+
 def test_one_of_no_value_names_the_users_one_of(llama32: corral.Tokenizer) -> None:
     """All four keys required, and oneOf of subsets of them: every object matches all three
     branches, so no value is valid (jsonschemabench Glaiveai2K/calculate_area_8db9d7ff). The error

@@ -16,13 +16,29 @@ Each check returns None or a one-line description of the mismatch.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import corral
+from corral.grammar.formats import FORMAT_REGEXES
 
 Reference = Callable[[str], bool]
+
+
+def format_checker() -> Any:
+    """``format`` as corral asserts it: the regexes of corral.grammar.formats, run by Python's
+    ``re`` (plain jsonschema treats format as an annotation, another semantics under
+    not/oneOf/if)."""
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+    for name, rx in FORMAT_REGEXES.items():
+        compiled = re.compile(rx)
+        checker.checks(name)(lambda v, c=compiled: not isinstance(v, str) or c.fullmatch(v) is not None)
+    return checker
 
 
 def small_vocab() -> corral.Tokenizer:

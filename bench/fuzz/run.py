@@ -171,7 +171,7 @@ def fuzz_schema(rng: random.Random, tok: corral.Tokenizer, report: Report, real:
     if g is None or g.report.post_checks:
         return  # keywords left to post-decode validation make the mask looser than the schema, by design
     try:
-        check = jsonschema.Draft202012Validator(schema)
+        check = jsonschema.Draft202012Validator(schema, format_checker=oracles.format_checker())
     except jsonschema.SchemaError:
         return
 

@@ -162,11 +162,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any], pointer: str) -> dict[str, Any]
     if "allOf" in out and out["allOf"]:
         pending = out.pop("allOf")
         for p in pending:
-            out = (
-                _merge(out, p, pointer)
-                if not ("anyOf" in p or "oneOf" in p)
-                else {**out, **_wrap_branch(out, p)}
-            )
+            out = _merge(out, p, pointer) if not ("anyOf" in p or "oneOf" in p) else _wrap_branch(out, p)
     return out
 
 
@@ -326,13 +322,25 @@ def _conjunct_of(x: Any, y: Any) -> bool:
 
 
 def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]:
+    """`base` conjoined with the alternation of `branch` (an ``anyOf`` or a ``oneOf``)."""
     key = "anyOf" if "anyOf" in branch else "oneOf"
-    if key in base:
-        # Two alternations: distribute (anyOf of the pairwise merges). The pairs of a oneOf
-        # with several branches lose its exactly-one (two of its branches may both match one
-        # value), so that stays a check after decoding, never silently unenforced.
-        out: dict[str, Any] = {"anyOf": [_conjoin(x, y) for x in base[key] for y in branch[key]]}
-        if key == "oneOf" and (len(base[key]) > 1 or len(branch[key]) > 1):
+    if key not in base:
+        return {**base, key: branch[key]}
+    # Two alternations: distribute (anyOf of the pairwise merges). The pairs of a oneOf with
+    # several branches lose its exactly-one (two of its branches may both match one value), so
+    # that stays a check after decoding, never silently unenforced.
+    pairs = [_conjoin(x, y) for x in base[key] for y in branch[key]]
+    if key == "oneOf" and "anyOf" in base:
+        # base's own anyOf holds too: each of its branches with each pair (the pairs must not
+        # replace it, or a value of neither of its branches would pass).
+        pairs = [_conjoin(a, pair) for a in base["anyOf"] for pair in pairs]
+    out: dict[str, Any] = {**base, "anyOf": pairs}
+    if key == "oneOf":
+        if len(base[key]) > 1 or len(branch[key]) > 1:
             out[_UNMERGED] = [*base.get(_UNMERGED, []), "oneOf"]
-        return out
-    return {key: branch[key]}
+        else:
+            # One branch each: the pairs say all the two oneOfs did. Keeping base's oneOf beside
+            # them conjoined its branch with a schema that holds it again, and converting that
+            # met itself at the same position (a rule that is only itself: no value at all).
+            del out[key]
+    return out
