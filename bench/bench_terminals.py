@@ -39,9 +39,9 @@ NAMES = [
 
 def _not_in(names: list[str]) -> str:
     """The converter's regex for a string that is none of `names`."""
-    from corral.grammar.json_schema.patterns import _not_in_regex_of
+    from corral.grammar.json_schema.patterns import _not_in_regex
 
-    return _not_in_regex_of(tuple(names))
+    return _not_in_regex(names)
 
 
 ENUM = "|".join(f"value_{i}" for i in range(20))

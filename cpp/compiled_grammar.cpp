@@ -265,7 +265,17 @@ const InteriorSummary* CompiledGrammar::interior_for(const std::vector<std::uint
   // automata of real schemas; past it the state is treated as not universal (walked as before).
   constexpr std::size_t kMaxPairs = 1 << 13;
   std::lock_guard<std::mutex> lock(equiv_mu_);
-  for (std::uint64_t k : key) {
+  // One element from J state j (the boundary, or inside a character or an escape), memoised.
+  auto single = [&](std::uint64_t k, std::int32_t j) {
+    if (j != InteriorSummary::kBoundary) {
+      auto it = universal_inside_.find({k, j});
+      if (it == universal_inside_.end()) {
+        const Dfa& d = *dfas_[static_cast<std::size_t>(k >> 32)];
+        const auto st = static_cast<std::int32_t>(static_cast<std::uint32_t>(k));
+        it = universal_inside_.emplace(std::make_pair(k, j), interior_universal(d, st, kMaxPairs, nullptr, j)).first;
+      }
+      return it->second;
+    }
     auto it = universal_.find(k);
     if (it == universal_.end()) {
       const Dfa& d = *dfas_[static_cast<std::size_t>(k >> 32)];
@@ -274,9 +284,30 @@ const InteriorSummary* CompiledGrammar::interior_for(const std::vector<std::uint
       for (std::int32_t st : also) universal_.emplace(key_element(static_cast<std::int32_t>(k >> 32), st), true);
       it = universal_.emplace(k, yes).first;
     }
-    if (it->second) return &pool_->interior_summary(*vocab_);
+    return it->second;
+  };
+  for (std::uint64_t k : key)
+    if (single(k, InteriorSummary::kBoundary)) return &pool_->interior_summary(*vocab_);
+  // No element alone, but maybe their union: the key positions of objects with undeclared
+  // keys, whose "none of the declared keys" automaton is one terminal per first letter.
+  constexpr std::size_t kMaxJointElements = 64;
+  constexpr std::size_t kMaxTuples = 1 << 12;
+  if (key.size() < 2 || key.size() > kMaxJointElements) return nullptr;
+  auto it = joint_universal_.find(key);
+  if (it == joint_universal_.end()) {
+    std::vector<const Dfa*> dfas(key.size());
+    std::vector<std::int32_t> states(key.size());
+    for (std::size_t e = 0; e < key.size(); ++e) {
+      dfas[e] = dfas_[static_cast<std::size_t>(key[e] >> 32)];
+      states[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(key[e]));
+    }
+    const bool yes = jointly_interior_universal(dfas, states, kMaxTuples, [&](std::size_t e, std::int32_t j, std::int32_t st) {
+      return single(key_element(static_cast<std::int32_t>(key[e] >> 32), st), j);
+    });
+    if (joint_universal_.size() >= kMaxJointKeys) joint_universal_.clear();  // bounded; cheap to refill
+    it = joint_universal_.emplace(key, yes).first;
   }
-  return nullptr;
+  return it->second ? &pool_->interior_summary(*vocab_) : nullptr;
 }
 
 FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& key, WalkPart part) const {

@@ -26,11 +26,12 @@
 // path.
 //
 // Interior skips. A whole-vocabulary walk of a frontier with an element that keeps every
-// "clean" token (one that can only continue the inside of a JSON string) alive skips the trie
+// "clean" token (one that can only continue the inside of a JSON string) alive — or with
+// elements that together do, each clean token keeping one of them alive — skips the trie
 // subtrees holding only clean tokens and ORs in the vocabulary's clean set instead
 // (interior_summary.hpp): on Llama 3.2, 96% of the trie. This is what string interiors and the
-// key positions of objects with undeclared keys (the "none of the declared keys" automaton)
-// meet. Also off on the reference path.
+// key positions of objects with undeclared keys (the "none of the declared keys" automaton,
+// lowered as one terminal per first letter) meet. Also off on the reference path.
 //
 // Shared entries. A counted string (`[a-z]{1,255}`, maxLength) has one DFA state per position,
 // and each would pay a walk of the whole trie. For a one-element frontier whose terminal has
@@ -267,9 +268,15 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   // Per (terminal, state) key element: is the state interior-universal (interior_summary.hpp)?
   // Guarded by equiv_mu_.
   mutable std::unordered_map<std::uint64_t, bool> universal_;
+  // The same from inside a character or an escape (J state != boundary), per (element, J state),
+  // and per frontier key whose elements are universal only together (guarded by equiv_mu_;
+  // the latter cleared past kMaxJointKeys).
+  mutable std::map<std::pair<std::uint64_t, std::int32_t>, bool> universal_inside_;
+  static constexpr std::size_t kMaxJointKeys = 1 << 12;
+  mutable std::unordered_map<std::vector<std::uint64_t>, bool, FrontierKeyHash> joint_universal_;
   /// The vocabulary's interior summary when a whole-vocabulary walk of `key` may skip clean
-  /// subtrees (fast paths on, no subtree or slot element, some element interior-universal);
-  /// null otherwise.
+  /// subtrees (fast paths on, no subtree or slot element, some element interior-universal or
+  /// the elements jointly so); null otherwise.
   const InteriorSummary* interior_for(const std::vector<std::uint64_t>& key) const;
   // Delta walks (delta_walk.cpp): per part (whole vocabulary, short part), a few walked
   // entries of broad frontiers to derive others from (guarded by equiv_mu_).

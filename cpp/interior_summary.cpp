@@ -70,14 +70,14 @@ InteriorSummary::InteriorSummary(const Vocabulary& vocab) {
 }
 
 bool interior_universal(const Dfa& dfa, std::int32_t state, std::size_t max_pairs,
-                        std::vector<std::int32_t>* boundary_states) {
-  if (state < 0) return false;
+                        std::vector<std::int32_t>* boundary_states, std::int32_t start_j) {
+  if (state < 0 || start_j < 0) return false;
   // Pairs (J state, automaton state), searched breadth first; `seen` is dense (J has 9 states).
   constexpr std::size_t kJStates = 9;
   const std::size_t n = dfa.num_states();
   std::vector<std::uint8_t> seen(kJStates * n, 0);
-  std::vector<std::pair<std::int32_t, std::int32_t>> todo{{InteriorSummary::kBoundary, state}};
-  seen[static_cast<std::size_t>(state)] = 1;  // (boundary, state): J's boundary is state 0
+  std::vector<std::pair<std::int32_t, std::int32_t>> todo{{start_j, state}};
+  seen[static_cast<std::size_t>(start_j) * n + static_cast<std::size_t>(state)] = 1;
   for (std::size_t next = 0; next < todo.size(); ++next) {
     const auto [j, s] = todo[next];
     for (unsigned b = 0; b < 256; ++b) {

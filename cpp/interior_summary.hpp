@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "dfa.hpp"
@@ -49,10 +50,68 @@ class InteriorSummary {
   std::size_t clean_tokens_ = 0;
 };
 
-/// Does every byte string J reads keep `dfa` alive from `state`? False past `max_pairs`
-/// (J state, automaton state) pairs searched. When true and `boundary_states` is given, it
-/// receives every automaton state met at a J boundary: each is interior-universal as well.
+/// Does every byte string J reads from J state `start_j` keep `dfa` alive from `state`? False past
+/// `max_pairs` (J state, automaton state) pairs searched. When true and `boundary_states` is
+/// given, it receives every automaton state met at a J boundary: each is interior-universal
+/// (from the boundary) as well.
 bool interior_universal(const Dfa& dfa, std::int32_t state, std::size_t max_pairs,
-                        std::vector<std::int32_t>* boundary_states = nullptr);
+                        std::vector<std::int32_t>* boundary_states = nullptr,
+                        std::int32_t start_j = InteriorSummary::kBoundary);
+
+/// Does every byte string J reads (from the boundary) keep at least one of the automata alive,
+/// `dfas[e]` from `states[e]`? The union can be universal where no element is: the "none of
+/// the declared keys" automaton is lowered as one terminal per first letter (alternatives of
+/// one rule), each dead on the other letters. Searched breadth first over (J state, tuple of
+/// element states); a tuple with one live element is answered by `single(e, j, state)` (its
+/// interior_universal from J state j, memoised by the caller). False past `max_tuples` tuples.
+/// Invariant for the mask walk: as for one universal element, every trie node on a path to a
+/// clean token keeps some element alive.
+template <class Single>
+bool jointly_interior_universal(const std::vector<const Dfa*>& dfas, const std::vector<std::int32_t>& states,
+                                std::size_t max_tuples, Single&& single);
+
+template <class Single>
+bool jointly_interior_universal(const std::vector<const Dfa*>& dfas, const std::vector<std::int32_t>& states,
+                                std::size_t max_tuples, Single&& single) {
+  const std::size_t m = dfas.size();
+  // A tuple is [J state, element states...] (-1: that element is dead).
+  std::vector<std::int32_t> first(m + 1);
+  first[0] = InteriorSummary::kBoundary;
+  std::size_t alive = 0;
+  for (std::size_t e = 0; e < m; ++e) {
+    first[e + 1] = states[e];
+    alive += states[e] >= 0;
+  }
+  if (alive == 0) return false;
+  std::set<std::vector<std::int32_t>> seen{first};
+  std::vector<std::vector<std::int32_t>> todo{std::move(first)};
+  std::vector<std::int32_t> next(m + 1);
+  for (std::size_t at = 0; at < todo.size(); ++at) {
+    for (unsigned b = 0; b < 256; ++b) {
+      const std::int32_t nj = InteriorSummary::j_next(todo[at][0], static_cast<std::uint8_t>(b));
+      if (nj < 0) continue;
+      next[0] = nj;
+      std::size_t live = 0, last = 0;
+      for (std::size_t e = 0; e < m; ++e) {
+        const std::int32_t s = todo[at][e + 1];
+        next[e + 1] = s < 0 ? -1 : dfas[e]->next(s, static_cast<std::uint8_t>(b));
+        if (next[e + 1] >= 0) {
+          ++live;
+          last = e;
+        }
+      }
+      if (live == 0) return false;  // a byte string J reads that kills every element
+      if (live == 1) {
+        if (!single(last, nj, next[last + 1])) return false;
+        continue;
+      }
+      if (seen.insert(next).second) {
+        if (todo.size() >= max_tuples) return false;
+        todo.push_back(next);
+      }
+    }
+  }
+  return true;
+}
 
 }  // namespace corral

@@ -53,7 +53,10 @@ TokenTrie TokenTrie::build(std::vector<std::pair<std::string_view, std::int32_t>
   t.depth_.push_back(0);
   t.subtree_end_.push_back(0);
   std::vector<std::uint32_t> path{0};  // node at each depth along the current token
-  std::vector<std::vector<std::int32_t>> node_tokens(1);
+  // In sorted order a token always ends at the node created last (its own, or the one of the
+  // equal byte string before it), so each node's tokens are appended to toks_ in node order.
+  t.byte_.reserve(entries.size() + 1);
+  t.tok_begin_.push_back(0);
   std::string_view prev;
   for (const auto& [bytes, id] : entries) {
     std::size_t common = 0;
@@ -67,21 +70,16 @@ TokenTrie TokenTrie::build(std::vector<std::pair<std::string_view, std::int32_t>
       t.byte_.push_back(static_cast<std::uint8_t>(bytes[d]));
       t.depth_.push_back(static_cast<std::uint32_t>(d + 1));
       t.subtree_end_.push_back(0);
-      node_tokens.emplace_back();
+      t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
       path.push_back(static_cast<std::uint32_t>(t.byte_.size() - 1));
     }
-    node_tokens[path.back()].push_back(id);
+    t.toks_.push_back(id);
     t.max_depth_ = std::max(t.max_depth_, static_cast<std::uint32_t>(bytes.size()));
     prev = bytes;
   }
   while (!path.empty()) {
     t.subtree_end_[path.back()] = static_cast<std::uint32_t>(t.byte_.size());
     path.pop_back();
-  }
-  t.tok_begin_.reserve(t.byte_.size() + 1);
-  for (auto& v : node_tokens) {
-    t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
-    t.toks_.insert(t.toks_.end(), v.begin(), v.end());
   }
   t.tok_begin_.push_back(static_cast<std::uint32_t>(t.toks_.size()));
   t.toks_.push_back(0);  // the sentinel set_token_bits reads after a tokenless last node

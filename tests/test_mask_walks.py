@@ -180,3 +180,37 @@ def test_process_switch_forces_the_reference_walk(smollm2: corral.Tokenizer) -> 
     fast = corral.compile_json_schema(schema, smollm2, extra_properties="spec", max_mask_memo_mb=0)
     off_again = corral.compile_json_schema(schema, smollm2, extra_properties="spec", **REFERENCE)
     assert _walk(fast, off_again, seed=8, walks=2) > 0
+
+
+@pytest.mark.real_tokenizer
+def test_undeclared_key_branches_skip_the_interior_together(llama32: corral.Tokenizer) -> None:
+    # Many long declared names: "none of the declared keys" is too big for one terminal and is
+    # lowered as one per first character (each with its quotes). No branch alone keeps every
+    # string inside alive, their union does, so the key positions' walks skip the clean subtrees
+    # (cpp/interior_summary.hpp, jointly_interior_universal); the masks must still equal the
+    # reference walk's at every step, and every token of a valid instance must be allowed.
+    names = [
+        f"{w}_joint_walk_field_{i}"
+        for i, w in enumerate(["kestrel", "lumen", "kestrel", "mirth", "quill"] * 2)
+    ]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": [names[3]]}
+    opts = {"extra_properties": "spec", "property_order": "any"}
+    fast = corral.compile_json_schema(schema, llama32, **opts)
+    ref = corral.compile_json_schema(schema, llama32, **opts, **REFERENCE)
+    assert "alt_" in fast.grammar_text  # the complement was lowered as several terminals
+    a, b = fast.matcher(), ref.matcher()
+    a_mask = corral.allocate_bitmask(1, llama32)
+    b_mask = corral.allocate_bitmask(1, llama32)
+    text = json.dumps({"zeta_other": [1, "x"], names[3]: 4, "kestrel": 1, names[0]: 7, "": None})
+    for i, t in enumerate(llama32.encode(text)):
+        a.fill_next_token_bitmask(a_mask, 0)
+        b.fill_next_token_bitmask(b_mask, 0)
+        assert np.array_equal(a_mask, b_mask), f"token {i}: fast and reference masks differ"
+        assert t in set(corral.allowed_tokens(a_mask[0], llama32))
+        if i == 0:
+            before = fast.cache_stats()["interior_walks"]
+        if i == 1:  # the mask after `{"`: a key position
+            assert fast.cache_stats()["interior_walks"] > before
+        assert a.accept_token(t) and b.accept_token(t)
+    assert a.is_accepting()
+    assert _walk(fast, ref, seed=77, walks=2) > 0

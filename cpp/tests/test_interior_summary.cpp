@@ -83,6 +83,49 @@ TEST(interior_universal_states) {
   EXPECT(!interior_universal(f, after_quote(f), 1));  // over the pair budget: no
 }
 
+TEST(jointly_interior_universal_unions) {
+  // The branches of "none of the declared keys" after the opening quote, one automaton per
+  // first character: `a...`, anything but `a`, and the empty key. No branch alone keeps every
+  // string inside alive; the union does. Two branches that leave a first letter out do not.
+  auto vocab = mixed_vocab();
+  Limits limits;
+  auto dfa_of = [&](const char* rx) { return compile_regex(rx, vocab, limits); };
+  auto a_branch = dfa_of(R"R("a([^"\\]|\\.)*")R");
+  auto other = dfa_of(R"R("([^a"\\]|\\.)([^"\\]|\\.)*")R");
+  auto empty = dfa_of(R"R("")R");
+  auto b_branch = dfa_of(R"R("b([^"\\]|\\.)*")R");
+  auto after_quote = [](const Dfa& d) { return d.next(d.start(), '"'); };
+  const Dfa& a = a_branch->grammar().terminals[0].dfa;
+  const Dfa& o = other->grammar().terminals[0].dfa;
+  const Dfa& e = empty->grammar().terminals[0].dfa;
+  const Dfa& b = b_branch->grammar().terminals[0].dfa;
+  for (const Dfa* d : {&a, &o, &e}) EXPECT(!interior_universal(*d, after_quote(*d), 1 << 13));
+  std::size_t singles = 0;  // tuples answered by one element's own search
+  auto joint = [&](std::vector<const Dfa*> dfas, std::size_t budget) {
+    std::vector<std::int32_t> states;
+    for (const Dfa* d : dfas) states.push_back(after_quote(*d));
+    return jointly_interior_universal(dfas, states, budget, [&](std::size_t el, std::int32_t j, std::int32_t st) {
+      ++singles;
+      return interior_universal(*dfas[el], st, 1 << 13, nullptr, j);
+    });
+  };
+  EXPECT(joint({&a, &o, &e}, 1 << 12));
+  EXPECT(singles > 0);  // after the first byte one branch is left: answered on its own
+  EXPECT(joint({&a, &o}, 1 << 12));  // the empty key adds nothing inside the string
+  EXPECT(!joint({&a, &b, &e}, 1 << 12));  // `c` kills every branch
+  EXPECT(!joint({&e}, 1 << 12));
+  // Overlapping elements (`a...` and any string) keep tuples of two alive: searched, bounded.
+  auto any_string = dfa_of(R"R("([^"\\]|\\.)*")R");
+  const Dfa& f = any_string->grammar().terminals[0].dfa;
+  EXPECT(joint({&a, &f}, 1 << 12));
+  EXPECT(!joint({&a, &f}, 1));  // over the tuple budget: no
+  // Started inside a character (after a UTF-8 lead byte) or an escape: the continuation keeps
+  // the branch that read the lead byte alive.
+  const std::int32_t after_lead = o.next(after_quote(o), 0xC3);
+  EXPECT(after_lead >= 0);
+  EXPECT(interior_universal(o, after_lead, 1 << 13, nullptr, InteriorSummary::j_next(InteriorSummary::kBoundary, 0xC3)));
+}
+
 TEST(interior_skip_walks_equal_reference_walks) {
   auto vocab = mixed_vocab();
   // Keys beside "any other key" (a JSON string's inside after the quote: universal). A bare

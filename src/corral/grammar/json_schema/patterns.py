@@ -4,7 +4,8 @@ In:  ECMA-262-style ``pattern`` strings from a schema, or a finite list of names
 Out: full-match regexes in the engine's dialect: ``pattern`` made unanchored the way
      ``re.search`` reads it (``_unanchored``), ``\\d``/``\\w`` narrowed to ASCII where that only
      narrows (``_ascii_classes``), the exact complement of a finite set of names
-     (``_not_in_regex``), and a ``re.search`` that treats a bad pattern as no match.
+     (``_not_in_regex``, or its top-level branches ``_not_in_branches``), and a ``re.search``
+     that treats a bad pattern as no match.
 
 Invariants: each rewrite keeps the language or narrows it (never widens what a pattern
 generates): narrowing is used only for positive occurrences; negated classes keep Python's
@@ -175,13 +176,20 @@ def _escaped_at_end(body: str) -> bool:
 
 def _not_in_regex(names: list[str]) -> str:
     """A regex matching every string except those in `names` (exact complement of a finite set)."""
+    return "|".join(_not_in_branches(names))
+
+
+def _not_in_branches(names: list[str]) -> tuple[str, ...]:
+    """The top-level branches of ``_not_in_regex(names)``: the empty string when it is not a
+    name, the strings whose first character starts no name, and one branch per first character
+    of the names (each a regex; their union is the complement, and no two match one string)."""
     # Memoised by the names in their order (the output lists a node's children in order of first
     # appearance): schemas repeat an object's declared keys wherever its definition is used.
     return _not_in_regex_of(tuple(names))
 
 
 @lru_cache(maxsize=1024)
-def _not_in_regex_of(names: tuple[str, ...]) -> str:
+def _not_in_regex_of(names: tuple[str, ...]) -> tuple[str, ...]:
     # Walk the trie of names: at each node, a string that leaves the trie (or stops at a node that
     # is not a name, or continues past a leaf) is fine.
     trie: dict[str, Any] = {}
@@ -208,8 +216,10 @@ def _not_in_regex_of(names: tuple[str, ...]) -> str:
             alts.extend(esc(c) + "(?:" + done.pop(id(sub)) + ")" for c, sub in kids)
         else:
             alts.append("(?s:.)+")
+        if node is trie:
+            return tuple(alts)
         done[id(node)] = "|".join(alts)
-    return done[id(trie)]
+    raise AssertionError("unreachable: the root is expanded last")
 
 
 @lru_cache(maxsize=4096)
