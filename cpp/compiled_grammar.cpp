@@ -112,7 +112,8 @@ std::shared_ptr<const FrontierEntry> CompiledGrammar::frontier_entry(
     } else {
       e.allowed_ids.insert(e.allowed_ids.end(), base->allowed_ids.begin(), base->allowed_ids.end());
     }
-    if (!base->groups.empty()) e.shared = base;
+    // (base may hold no groups of its own and share a delta anchor's: keep the chain.)
+    if (!base->groups.empty() || base->shared) e.shared = base;
     e.memory_bytes = sizeof(FrontierEntry) + 4 * (e.allowed.size() + e.allowed_ids.size()) + groups_bytes;
     entry = std::make_shared<const FrontierEntry>(std::move(e));
   } else {

@@ -90,8 +90,10 @@ struct FrontierEntry {
     std::vector<std::uint32_t> dead;   // vocabulary-trie nodes where tokens leave the terminals
   };
   std::vector<Group> groups;
-  // Further groups, shared with the entries of equivalent states (see the header); the matcher
-  // processes them like `groups`. Null when there are none.
+  // Further groups, shared with the entries of equivalent states (see the header) or with a
+  // delta walk's anchor (delta_walk.cpp); the matcher processes them like `groups`, and the
+  // shared entry's own `shared` after them (a chain: a shared short part may be a delta entry
+  // whose groups are its anchor's). Null when there are none.
   std::shared_ptr<const FrontierEntry> shared;
   std::size_t memory_bytes = 0;
 };

@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
 
 #include "automaton_memo.hpp"
 #include "compile_times.hpp"
+#include "finite_dfa.hpp"
 #include "grammar.hpp"
 #include "keyed.hpp"
 #include "unique.hpp"
@@ -509,6 +511,13 @@ class Lowerer {
   //    as grammar repetition every token crossing a character would be a parser step, and a
   //    terminal that can end after every character makes every token a split;
   //  * `&` / `-`, which are one automaton anyway (their operands are always inlined);
+  //  * an alternation whose minimal automaton finite_dfa.cpp builds directly within
+  //    kFiniteAltStates states (e.g. "none of the declared keys": a trie of the names with
+  //    star exits, whose NFA estimate — every character in every JSON spelling — is far above
+  //    merge_cap while its automaton is linear in the names). Split, each alternative would be
+  //    a terminal that can end after its first character, so every token running past a key
+  //    would be a split for the mask's parser checks, and no alternative alone would keep the
+  //    key's inside alive;
   //  * a sequence of small pieces and at most one big piece.
   static constexpr std::uint64_t kCountedBody = 64;
   std::uint64_t counted_cap() const { return limits_.max_nfa_states / 4; }
@@ -519,6 +528,18 @@ class Lowerer {
       if (!bounded_length(*k)) return false;
     return true;
   }
+  static constexpr std::size_t kFiniteAltStates = 4096;
+  bool finite_alt(const NodePtr& n) const {
+    const TreeInfo info = tree_info(n);
+    if (!info.regular || info.algebra || size_of(n) > limits_.max_nfa_states) return false;
+    auto it = finite_alt_memo_.find(n.get());
+    if (it != finite_alt_memo_.end()) return it->second.second;
+    StageTimer timer(compile_times().automata_ns);
+    const std::optional<FiniteAutomaton> fa = build_finite_automaton(n, limits_, budget_);
+    const bool yes = fa && fa->size() <= kFiniteAltStates;
+    finite_alt_memo_.emplace(n.get(), std::make_pair(n, yes));  // holds the node: no address reuse
+    return yes;
+  }
   bool big_piece(const NodePtr& n) const {
     switch (n->kind) {
       case NodeKind::Repeat:
@@ -527,6 +548,8 @@ class Lowerer {
       case NodeKind::Intersect:
       case NodeKind::Difference:
         return true;
+      case NodeKind::Alt:
+        return finite_alt(n);
       case NodeKind::Concat: {
         std::uint64_t small = 0;
         int big = 0;
@@ -695,6 +718,7 @@ class Lowerer {
   std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
   std::unordered_map<const Node*, std::tuple<NodePtr, std::uint64_t, NodePtr>> expand_memo_;
   mutable std::unordered_map<const Node*, std::pair<NodePtr, TreeInfo>> tree_memo_;
+  mutable std::unordered_map<const Node*, std::pair<NodePtr, bool>> finite_alt_memo_;  // finite_alt
   StructuralKeys keys_;
   std::vector<std::string> terminal_keys_;  // per terminal (empty for tokens and slots)
   std::vector<std::uint32_t> ref_count_;

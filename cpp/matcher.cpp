@@ -131,7 +131,8 @@ void Matcher::mark_allowed(std::uint32_t* urow, std::uint32_t subtree, std::size
     }
   };
   check_groups(entry->groups);
-  if (entry->shared) check_groups(entry->shared->groups);
+  // (A chain: a shared short part may itself be a delta entry sharing its anchor's groups.)
+  for (const FrontierEntry* s = entry->shared.get(); s; s = s->shared.get()) check_groups(s->groups);
 }
 
 void Matcher::fill_next_token_bitmask(std::int32_t* row) {

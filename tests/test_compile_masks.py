@@ -303,26 +303,32 @@ def test_not_in_regex_is_the_exact_complement() -> None:
             assert (rx.fullmatch(s) is not None) is (s not in names), (names, s)
 
 
-@pytest.mark.parametrize("long_names", [False, True], ids=["one-terminal", "split"])
-def test_undeclared_key_branches_are_the_complement(long_names: bool) -> None:
+@pytest.mark.parametrize(
+    ("count", "length", "split"),
+    [(6, (1, 4), False), (6, (12, 20), False), (40, (18, 22), True)],
+    ids=["short", "long", "split"],
+)
+def test_undeclared_key_branches_are_the_complement(count: int, length: tuple[int, int], split: bool) -> None:
     """The converter writes "none of the declared keys" as one quoted string per top-level
-    branch of the complement (``_not_in_branches``); merged into one terminal or, for many long
-    names, lowered as several: an undeclared property is accepted exactly when its key (in any
-    JSON spelling) is not a declared name."""
+    branch of the complement (``_not_in_branches``); the lowering merges them into one terminal
+    when finite_dfa builds the alternation within its state cap (a trie of the names: linear),
+    and lowers them as several terminals past it. Either way an undeclared property is accepted
+    exactly when its key (in any JSON spelling) is not a declared name."""
     from corral.grammar.json_schema.patterns import _not_in_branches, _not_in_regex
 
-    rng = random.Random(2 if long_names else 3)
-    alphabet = "abc_é"
+    rng = random.Random(count * 100 + length[0])
+    alphabet = "abcdefghijklmnop_é" if split else "abc_é"
     tok = byte_tokenizer()
-    for _ in range(12):
-        size = (12, 20) if long_names else (1, 4)
-        names = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randrange(*size))) for _ in range(6)})
+    for _ in range(2 if split else 12):
+        names = sorted(
+            {"".join(rng.choice(alphabet) for _ in range(rng.randrange(*length))) for _ in range(count)}
+        )
         assert "|".join(_not_in_branches(names)) == _not_in_regex(names)
         schema = {"type": "object", "properties": {n: {"type": "string"} for n in names}}
         g = corral.compile_json_schema(schema, tok, extra_properties="spec")
-        assert ("alt_" in g.grammar_text) is long_names  # the complement split into terminals, or not
+        assert ("alt_" in g.grammar_text) is split  # the complement split into terminals, or not
         samples = [*names, "", *(n[:-1] for n in names), *(n + "a" for n in names)]
-        samples += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 22))) for _ in range(40)]
+        samples += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24))) for _ in range(40)]
         for key in samples:
             spelled = "".join(f"\\u{ord(c):04x}" if rng.random() < 0.2 else c for c in key)
             m = g.matcher()
