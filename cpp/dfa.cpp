@@ -272,6 +272,13 @@ class StateRegister {
 
 class DfaBuilder {
  public:
+  static std::optional<Dfa> build_direct(const NodePtr& regex, const Limits& limits, const Budget& budget,
+                                         std::size_t max_states) {
+    CORRAL_CHECK(regex != nullptr, "null regex");
+    std::optional<FiniteAutomaton> fa = build_finite_automaton(regex, limits, budget);
+    if (!fa || fa->size() > max_states) return std::nullopt;
+    return from_finite(*fa, limits);
+  }
   static Dfa build(const NodePtr& regex, const Limits& limits, const Budget& budget, bool direct) {
     CORRAL_CHECK(regex != nullptr, "null regex");
     if (direct)
@@ -501,6 +508,11 @@ Dfa Dfa::compile(const NodePtr& regex, const Limits& limits, const Budget& budge
 
 Dfa Dfa::compile_by_subsets(const NodePtr& regex, const Limits& limits, const Budget& budget) {
   return DfaBuilder::build(regex, limits, budget, /*direct=*/false);
+}
+
+std::optional<Dfa> Dfa::compile_direct(const NodePtr& regex, const Limits& limits, const Budget& budget,
+                                       std::size_t max_states) {
+  return DfaBuilder::build_direct(regex, limits, budget, max_states);
 }
 
 Dfa Dfa::from_strings(const std::vector<std::string_view>& sorted, const Limits& limits) {

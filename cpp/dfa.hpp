@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,11 @@ class Dfa {
   /// the direct construction of finite trees (finite_dfa.hpp): the reference the tests compare
   /// that construction with. Equal to compile's result up to state numbering.
   static Dfa compile_by_subsets(const NodePtr& regex, const Limits& limits, const Budget& budget);
+  /// compile's direct construction alone (finite_dfa.hpp): the minimal DFA when that route
+  /// takes the tree and needs at most `max_states` states; nothing otherwise (the tree is
+  /// outside its class, or bigger). Throws only what the compile budget throws.
+  static std::optional<Dfa> compile_direct(const NodePtr& regex, const Limits& limits, const Budget& budget,
+                                           std::size_t max_states);
   /// The minimal DFA accepting exactly the given byte strings, which must be sorted and
   /// unique. Linear in their total length (no regex, no NFA): what binding a slot builds.
   /// Throws LimitExceeded(max_dfa_states).

@@ -19,6 +19,7 @@
 
 #include "automaton_memo.hpp"
 #include "compile_times.hpp"
+#include "dfa.hpp"
 #include "finite_dfa.hpp"
 #include "grammar.hpp"
 #include "keyed.hpp"
@@ -511,13 +512,13 @@ class Lowerer {
   //    as grammar repetition every token crossing a character would be a parser step, and a
   //    terminal that can end after every character makes every token a split;
   //  * `&` / `-`, which are one automaton anyway (their operands are always inlined);
-  //  * an alternation whose minimal automaton finite_dfa.cpp builds directly within
-  //    kFiniteAltStates states (e.g. "none of the declared keys": a trie of the names with
-  //    star exits, whose NFA estimate — every character in every JSON spelling — is far above
-  //    merge_cap while its automaton is linear in the names). Split, each alternative would be
-  //    a terminal that can end after its first character, so every token running past a key
-  //    would be a split for the mask's parser checks, and no alternative alone would keep the
-  //    key's inside alive;
+  //  * an alternation with a star whose minimal automaton finite_dfa.cpp builds directly
+  //    within kFiniteAltStates states (and max_dfa_states): "none of the declared keys", a
+  //    trie of the names with star exits, whose NFA estimate (every character in every JSON
+  //    spelling) is far above merge_cap while its automaton is linear in the names. Split,
+  //    each alternative would be a terminal that can end after its first character, so every
+  //    token running past a key would be a split for the mask's parser checks, and no
+  //    alternative alone would keep the key's inside alive;
   //  * a sequence of small pieces and at most one big piece.
   static constexpr std::uint64_t kCountedBody = 64;
   std::uint64_t counted_cap() const { return limits_.max_nfa_states / 4; }
@@ -532,12 +533,30 @@ class Lowerer {
   bool finite_alt(const NodePtr& n) const {
     const TreeInfo info = tree_info(n);
     if (!info.regular || info.algebra || size_of(n) > limits_.max_nfa_states) return false;
-    auto it = finite_alt_memo_.find(n.get());
-    if (it != finite_alt_memo_.end()) return it->second.second;
+    // Only alternations with a star (finite_dfa's one kind of cycle: the key complements).
+    // Finite ones (big enums, format regexes) split as before: building their union directly
+    // costs about 1 ms each (3,000 of them in jsonschemabench: +0.2 ms at the compile p50),
+    // where their pieces, built one by one, cost little.
+    if (bounded_length(*n)) return false;
+    // By structure: a schema writes one object's complement wherever the object is used, and
+    // each copy is its own tree.
+    const std::string key = keys_.of(n);
+    auto it = finite_alt_memo_.find(key);
+    if (it != finite_alt_memo_.end()) return it->second;
     StageTimer timer(compile_times().automata_ns);
-    const std::optional<FiniteAutomaton> fa = build_finite_automaton(n, limits_, budget_);
-    const bool yes = fa && fa->size() <= kFiniteAltStates;
-    finite_alt_memo_.emplace(n.get(), std::make_pair(n, yes));  // holds the node: no address reuse
+    const std::size_t cap = std::min<std::size_t>(kFiniteAltStates, limits_.max_dfa_states);
+    bool yes;
+    if (std::shared_ptr<const Dfa> known = memo_terminal(key, limits_)) {
+      yes = known->num_states() <= cap;  // another compile built it (as a terminal of its own)
+    } else if (std::optional<Dfa> dfa = Dfa::compile_direct(n, limits_, budget_, cap)) {
+      yes = true;
+      // Kept: when the alternation is a terminal on its own (no small pieces merged beside it),
+      // build_dfas takes this automaton instead of building it again.
+      direct_dfas_.emplace(key, std::move(*dfa));
+    } else {
+      yes = false;
+    }
+    finite_alt_memo_.emplace(key, yes);
     return yes;
   }
   bool big_piece(const NodePtr& n) const {
@@ -684,6 +703,10 @@ class Lowerer {
       const std::string& key = terminal_keys_[i];
       if (std::shared_ptr<const Dfa> known = memo_terminal(key, limits_)) {
         t.dfa = *known;
+      } else if (auto built = direct_dfas_.find(key); built != direct_dfas_.end()) {
+        t.dfa = std::move(built->second);  // finite_alt built it
+        direct_dfas_.erase(built);
+        memo_put_terminal(key, limits_, t.dfa);
       } else {
         t.dfa = Dfa::compile(t.regex, limits_, budget_);
         memo_put_terminal(key, limits_, t.dfa);
@@ -718,8 +741,10 @@ class Lowerer {
   std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
   std::unordered_map<const Node*, std::tuple<NodePtr, std::uint64_t, NodePtr>> expand_memo_;
   mutable std::unordered_map<const Node*, std::pair<NodePtr, TreeInfo>> tree_memo_;
-  mutable std::unordered_map<const Node*, std::pair<NodePtr, bool>> finite_alt_memo_;  // finite_alt
-  StructuralKeys keys_;
+  // finite_alt, per structural key: the answer, and the automata it built.
+  mutable std::unordered_map<std::string, bool> finite_alt_memo_;
+  mutable std::unordered_map<std::string, Dfa> direct_dfas_;
+  mutable StructuralKeys keys_;  // (finite_alt, a const query, keys its alternations too)
   std::vector<std::string> terminal_keys_;  // per terminal (empty for tokens and slots)
   std::vector<std::uint32_t> ref_count_;
   std::vector<std::int32_t> nt_of_rule_;

@@ -334,3 +334,42 @@ TEST(finite_dfa_limits_match_the_pipeline) {
   EXPECT(!build_finite_automaton(wide, nfa_lim, budget));
   EXPECT_THROWS(Dfa::compile(wide, nfa_lim, budget), LimitExceeded);
 }
+
+TEST(finite_dfa_compile_direct_within_a_cap) {
+  // Dfa::compile_direct (what the lowering asks of a big starred alternation): the direct
+  // route's automaton when it takes the tree within the state cap, nothing otherwise. The
+  // converter's form of the undeclared-key complement: one quoted string per first letter.
+  Limits lim;
+  Budget budget(60000);
+  const std::vector<std::u32string> names = {U"check_in_date", U"check_out_date", U"location", U"num_guests", U"num_rooms"};
+  std::vector<NodePtr> branches;
+  std::vector<std::u32string> alts;
+  {
+    // The top-level branches of not_names(names), each between quotes.
+    const std::u32string all = not_names(names);
+    std::size_t depth = 0, from = 0;
+    for (std::size_t i = 0; i <= all.size(); ++i) {
+      if (i == all.size() || (depth == 0 && all[i] == U'|')) {
+        alts.push_back(all.substr(from, i - from));
+        from = i + 1;
+      } else if (all[i] == U'\\') {
+        ++i;
+      } else if (all[i] == U'(' || all[i] == U'[') {
+        ++depth;
+      } else if (all[i] == U')' || all[i] == U']') {
+        --depth;
+      }
+    }
+  }
+  EXPECT(alts.size() == 5);  // "", the other first letters, c…, l…, n…
+  for (const auto& a : alts) {
+    const NodePtr content = json_string_content(parse_regex(utf8(a), lim), lim, JsonEscapes::Any);
+    branches.push_back(make_concat({lit("\""), content, lit("\"")}));
+  }
+  const NodePtr alt = make_alt(branches);
+  const std::optional<Dfa> direct = Dfa::compile_direct(alt, lim, budget, 4096);
+  EXPECT(direct.has_value());
+  if (direct) EXPECT(isomorphic(*direct, Dfa::compile_by_subsets(alt, lim, budget)));
+  EXPECT(!Dfa::compile_direct(alt, lim, budget, direct ? direct->num_states() - 1 : 0));  // over the cap
+  EXPECT(!Dfa::compile_direct(parse_regex("a*b*", lim), lim, budget, 4096));  // outside the direct route
+}
