@@ -480,6 +480,29 @@ def test_all_of_of_single_branch_one_ofs_is_exact(llama32: corral.Tokenizer, sch
         assert accepted == validator.is_valid(value), (value, str(g.report))
 
 
+def test_nested_unsatisfiable_one_of_under_all_of_compiles(llama32: corral.Tokenizer) -> None:
+    """Found by the schema fuzz test: the inner oneOf matches null twice (so it allows nothing)
+    and the allOf distributes it again at every level; each level's list of keywords checked
+    after decoding grew by one, so no level repeated an earlier one and the conversion nested
+    until max_schema_depth. The list is a set now: the schema compiles, null passes, and the
+    exactly-one stays checked after decoding."""
+    schema = {
+        "allOf": [
+            {"anyOf": [{"oneOf": [{"type": "null"}]}]},
+            {"oneOf": [{"type": "null"}, {"oneOf": [{"type": "null"}, {"type": "null"}]}]},
+        ]
+    }
+    g = corral.compile_json_schema(schema, llama32)
+    assert "oneOf" in [e.keyword for e in g.report.checked_after()]
+    m = g.matcher()
+    assert m.accept_bytes(b"null") and m.is_accepting()
+    assert jsonschema.Draft202012Validator(schema).is_valid(None)
+    assert g.validate("null") is None
+    for bad in (b"1", b'"x"', b"{}"):
+        m = g.matcher()
+        assert not (m.accept_bytes(bad) and m.is_accepting()), bad
+
+
 def test_one_of_no_value_names_the_users_one_of(llama32: corral.Tokenizer) -> None:
     """All four keys required, and oneOf of subsets of them: every object matches all three
     branches, so no value is valid (jsonschemabench Glaiveai2K/calculate_area_8db9d7ff). The error

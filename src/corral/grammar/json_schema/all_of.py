@@ -195,11 +195,11 @@ def _merge_objects(out: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) ->
     pats: dict[str, Any] = {}
     if xa and xb and not (_trivial(aa) and _trivial(ab)):
         pats = dict(xa)
-        out[_UNMERGED] = [*out.get(_UNMERGED, []), "patternProperties"]
+        out[_UNMERGED] = _unmerged(out, "patternProperties")
     elif (xa and not foldable(xa, pb, ab)) or (xb and not foldable(xb, pa, aa)):
         pats = dict(xa)
         if xb:
-            out[_UNMERGED] = [*out.get(_UNMERGED, []), "patternProperties"]
+            out[_UNMERGED] = _unmerged(out, "patternProperties")
     else:
         pats = {p: _all_of(s, ab) if not xb else s for p, s in xa.items()}
         for p, s in xb.items():
@@ -215,6 +215,14 @@ def _merge_objects(out: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) ->
 
 def _trivial(schema: Any) -> bool:
     return schema is True or schema == {}
+
+
+def _unmerged(schema: dict[str, Any], key: str) -> list[str]:
+    """`schema`'s list of keywords checked after decoding, with `key` added once. A set: a merge
+    that met the same unmergeable keyword again at every level (a oneOf distributed through an
+    allOf, nested) made a longer list, so a new schema, at each level, and never a repeat the
+    converter's memo could see (it nested until max_schema_depth)."""
+    return list(dict.fromkeys([*schema.get(_UNMERGED, []), key]))
 
 
 def _merge_groups(out: dict[str, Any], b: dict[str, Any]) -> None:
@@ -287,7 +295,7 @@ def _merge_groups(out: dict[str, Any], b: dict[str, Any]) -> None:
                     both[key] = _all_of(*as_schema)
             out[kw] = both
     if unmerged:
-        out[_UNMERGED] = unmerged
+        out[_UNMERGED] = list(dict.fromkeys(unmerged))
 
 
 def _all_of(x: Any, y: Any) -> Any:
@@ -337,7 +345,7 @@ def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {**base, "anyOf": pairs}
     if key == "oneOf":
         if len(base[key]) > 1 or len(branch[key]) > 1:
-            out[_UNMERGED] = [*base.get(_UNMERGED, []), "oneOf"]
+            out[_UNMERGED] = _unmerged(base, "oneOf")
         else:
             # One branch each: the pairs say all the two oneOfs did. Keeping base's oneOf beside
             # them conjoined its branch with a schema that holds it again, and converting that
