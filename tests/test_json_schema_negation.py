@@ -518,3 +518,43 @@ def test_one_of_no_value_names_the_users_one_of(llama32: corral.Tokenizer) -> No
         corral.compile_json_schema(schema, llama32, extra_properties="spec")
     assert e.value.pointer == "#/properties/dimensions/oneOf"
     assert "exactly one branch of oneOf" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "items": {"allOf": [{"type": "null"}, {"type": "boolean"}]}},
+        {"type": "array", "items": {"allOf": [{"type": "null"}, {"type": "boolean"}]}, "maxItems": 0},
+        {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"not": {}}},
+    ],
+)
+def test_items_no_value_satisfies_end_the_array(llama32: corral.Tokenizer, schema: Any) -> None:
+    """Found by the schema fuzz test: an ``items`` schema no value satisfies refused the whole
+    schema, yet arrays that stop before it (``[]``, ``[1]`` after prefixItems) are valid. The
+    array ends there now, as with ``items: false``."""
+    g = corral.compile_json_schema(schema, llama32)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [[], [1], [1, 2], [None], [True], [1, None], None, {}]:
+        m = g.matcher()
+        accepted = m.accept_bytes(json.dumps(value).encode()) and m.is_accepting()
+        assert accepted == validator.is_valid(value), value
+
+
+def test_items_no_value_satisfies_with_min_items_is_refused(llama32: corral.Tokenizer) -> None:
+    """…and with minItems past the prefix no array is valid: refused, naming the items schema."""
+    schema = {"type": "array", "items": {"allOf": [{"type": "null"}, {"type": "boolean"}]}, "minItems": 1}
+    with pytest.raises(corral.SchemaError) as e:
+        corral.compile_json_schema(schema, llama32)
+    assert e.value.pointer.startswith("#/items")
+
+
+def test_schema_whose_grammar_matches_nothing_is_a_schema_error(llama32: corral.Tokenizer) -> None:
+    """Found by the schema fuzz test: an allOf of oneOfs none of whose pairs any value satisfies
+    converts to rules that each refer back to themselves; the engine's 'matches no string' is
+    a SchemaError saying no value satisfies the schema, as for other empty schemas."""
+    n = {"type": "null"}
+    schema = {"allOf": [{"anyOf": [{"oneOf": [n, n]}]}, {"oneOf": [{"oneOf": [n, n]}]}]}
+    with pytest.raises(corral.SchemaError) as e:
+        corral.compile_json_schema(schema, llama32)
+    assert "no value satisfies" in str(e.value)
+    assert not jsonschema.Draft202012Validator(schema).is_valid(None)

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import corral  # noqa: E402
 from bench.fuzz import oracles  # noqa: E402
+from corral.grammar.json_schema import _NoValue  # noqa: E402
 
 TOK = byte_tokenizer()
 EXAMPLES = int(os.environ.get("CORRAL_FUZZ_EXAMPLES", "120"))
@@ -94,17 +95,27 @@ def _extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 schemas = st.recursive(scalars, _extend, max_leaves=6)
 _FORMATS = oracles.format_checker()
+# Values of every shape the generator's schemas constrain (for "no value satisfies" claims).
+CANDIDATES: list[Any] = [
+    *(None, True, False, 0, 1, -1, 2, 3, 7, 50, -50, 0.5, 2.5, -2.25, 100),
+    *("", "a", "b", "ab", "abc", "é", "x", "abx", "12-", "cd", "2020-01-01", "1.2.3.4", "a@b.co"),
+    "123e4567-e89b-12d3-a456-426614174000",
+    *([], [None], [1, 2], ["a"], {}, {"a": 1}, {"a": None}, {"a": "x", "b": 2}),
+]
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(schemas, st.integers(0, 2**16))
 def test_random_schemas_are_sound(schema: dict[str, Any], seed: int) -> None:
+    validator = jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
     try:
         g = corral.compile_json_schema(schema, TOK)
     except corral.SchemaError as e:
         assert e.pointer.startswith("#")
+        if isinstance(e, _NoValue):  # a claim that no value satisfies it: none of these may
+            valid = [v for v in CANDIDATES if validator.is_valid(v)]
+            assert not valid, f"refused as allowing no value, yet {valid[0]!r} is valid: {schema} ({e})"
         return
-    validator = jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
     rng = random.Random(seed)
     for _ in range(3):
         out, _ = random_walk(g, rng, max_steps=40, eos_weight=0.3)

@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 from corral import _native as _core
 from corral.engine import CompiledGrammar, _limits, _vocab
-from corral.errors import OutputValidationError, SchemaError
+from corral.errors import CompileError, OutputValidationError, SchemaError
 from corral.grammar.bounded_json import loads
-from corral.grammar.json_schema import SLOT_KEYWORD, SchemaOptions, SchemaReport, schema_to_grammar
+from corral.grammar.json_schema import SLOT_KEYWORD, SchemaOptions, SchemaReport, _NoValue, schema_to_grammar
 from corral.tokenizer import Tokenizer
 
 __all__ = ["JsonSchemaGrammar", "OutputValidationError", "compile_json_schema", "schema_grammar"]
@@ -300,5 +300,17 @@ def schema_grammar(
 ) -> JsonSchemaGrammar:
     """The engine's compile of a converted schema (``text``, ``report`` from
     ``schema_to_grammar``): the one place a schema's grammar text reaches the engine."""
-    native = _core.compile_grammar(text, "root", _vocab(tokenizer), _limits(dict(limits or {})))
+    try:
+        native = _core.compile_grammar(text, "root", _vocab(tokenizer), _limits(dict(limits or {})))
+    except CompileError as e:
+        if e.offset is None and e.message.startswith(_EMPTY_LANGUAGE):
+            # The converter met the same merged subschema again at the same place (an allOf of
+            # oneOfs none of whose pairs a value satisfies) and each way to match refers back
+            # to itself: the language is empty, so no value satisfies the schema as converted.
+            raise _NoValue("no value satisfies this schema (its grammar matches no string)", "#") from None
+        raise
     return JsonSchemaGrammar(native, tokenizer, schema, report, text, model)
+
+
+# The engine's message for a grammar whose start rule can never complete (grammar_lower.cpp).
+_EMPTY_LANGUAGE = "the grammar matches no string at all"

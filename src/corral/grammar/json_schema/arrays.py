@@ -80,9 +80,15 @@ class ArraysMixin(UniqueItemsMixin):
                 # No value fits position i: arrays end before it.
                 hi = i if hi is None else min(hi, i)
                 break
-        rest = (
-            self.child_rule(items, _ptr(pointer, "items")) if items is not False and len(elems) == k else None
-        )
+        rest = None
+        if items is not False and len(elems) == k:
+            try:
+                rest = self.child_rule(items, _ptr(pointer, "items"))
+            except _NoValue:
+                if lo > k:
+                    raise
+                # No value fits an item past the prefix: arrays end with it (as items: false).
+                hi = k if hi is None else min(hi, k)
         k = len(elems)
         prefix = prefix[:k]
         opening, sep, closing, _ = self.layout()
