@@ -22,6 +22,8 @@ import pytest
 from helpers import random_walk
 
 import corral
+from corral.grammar.json_schema import schema_to_grammar
+from corral.schema import schema_grammar
 
 pytestmark = pytest.mark.real_tokenizer
 
@@ -550,11 +552,50 @@ def test_items_no_value_satisfies_with_min_items_is_refused(llama32: corral.Toke
 
 def test_schema_whose_grammar_matches_nothing_is_a_schema_error(llama32: corral.Tokenizer) -> None:
     """Found by the schema fuzz test: an allOf of oneOfs none of whose pairs any value satisfies
-    converts to rules that each refer back to themselves; the engine's 'matches no string' is
-    a SchemaError saying no value satisfies the schema, as for other empty schemas."""
+    converted to rules that each referred back to themselves, and the engine's 'matches no
+    string at all' (a CompileError) reached the user. The converter now sees that no branch
+    allows a value; and a converted grammar the engine still finds empty is a SchemaError
+    saying no value satisfies the schema, as for other empty schemas."""
     n = {"type": "null"}
     schema = {"allOf": [{"anyOf": [{"oneOf": [n, n]}]}, {"oneOf": [{"oneOf": [n, n]}]}]}
     with pytest.raises(corral.SchemaError) as e:
         corral.compile_json_schema(schema, llama32)
-    assert "no value satisfies" in str(e.value)
+    assert "allows any value" in str(e.value)
     assert not jsonschema.Draft202012Validator(schema).is_valid(None)
+    # The engine-side guard, on a converted text whose only rule is itself.
+    text, report = schema_to_grammar({"type": "null"})
+    with pytest.raises(corral.SchemaError) as e:
+        schema_grammar({"type": "null"}, "root ::= loop\nloop ::= loop\n", report, llama32)
+    assert "no value satisfies this schema" in str(e.value)
+    assert e.value.pointer == "#"
+
+
+def test_one_of_distributed_twice_keeps_its_values(llama32: corral.Tokenizer) -> None:
+    """Found by the schema fuzz test: two oneOfs under an allOf were distributed into their
+    pairs while the first oneOf stayed beside them; each pair met that oneOf again, distributed
+    again, and reached the same merged schema at the same position: a rule that was only itself,
+    so 'no value satisfies this schema' where 50 is valid. Now the pairs replace the oneOf (its
+    exactly-one stays checked after decoding)."""
+    schema = {
+        "allOf": [
+            {
+                "oneOf": [
+                    {"oneOf": [{"minimum": 2}]},
+                    {"type": "object", "additionalProperties": {"type": "integer"}},
+                ]
+            },
+            {
+                "allOf": [
+                    {"anyOf": [{"minimum": 2}, {"minimum": 2}]},
+                    {"oneOf": [{"type": "integer", "minimum": 43, "maximum": 76}]},
+                ]
+            },
+        ]
+    }
+    g = corral.compile_json_schema(schema, llama32)
+    assert "oneOf" in [e.keyword for e in g.report.checked_after()]
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [50, 43, 76, 42, 77, 1, 3.5, {}, {"a": 1}, "x", None]:
+        m = g.matcher()
+        accepted = m.accept_bytes(json.dumps(value).encode()) and m.is_accepting()
+        assert accepted == validator.is_valid(value), value

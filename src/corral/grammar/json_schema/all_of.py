@@ -344,11 +344,13 @@ def _wrap_branch(base: dict[str, Any], branch: dict[str, Any]) -> dict[str, Any]
         pairs = [_conjoin(a, pair) for a in base["anyOf"] for pair in pairs]
     out: dict[str, Any] = {**base, "anyOf": pairs}
     if key == "oneOf":
+        # The pairs hold all the grammar can say of both oneOfs: a value matches one of them only
+        # if it matches a branch of each. What they lose is each oneOf's exactly-one, which stays
+        # checked after decoding (with one branch each there is nothing to lose). Base's oneOf
+        # is not kept beside them: converting a pair next to it conjoined the pair's branch with
+        # that oneOf again, distributed again, and met the same merged schema at the same
+        # position (a rule that is only itself: no value at all, where values are valid).
         if len(base[key]) > 1 or len(branch[key]) > 1:
             out[_UNMERGED] = _unmerged(base, "oneOf")
-        else:
-            # One branch each: the pairs say all the two oneOfs did. Keeping base's oneOf beside
-            # them conjoined its branch with a schema that holds it again, and converting that
-            # met itself at the same position (a rule that is only itself: no value at all).
-            del out[key]
+        del out[key]
     return out
