@@ -406,7 +406,12 @@ class DfaBuilder {
     std::array<std::uint32_t, 256> label{};
     std::uint32_t next_label = 1;
     constexpr std::uint32_t kCompactAt = 2048;  // labels are renumbered densely past this
-    std::vector<std::uint32_t> stamp(kCompactAt + 257, 0), to_of(kCompactAt + 257, 0), new_of(kCompactAt + 257, 0);
+    // Each byte of each edge makes at most one new label: a small automaton needs small tables
+    // (thousands of them are assembled per compile; zeroing the full size was a visible share).
+    std::size_t width = 0;
+    for (const Edge& e : edges.all) width += static_cast<std::size_t>(e.hi - e.lo) + 1;
+    const std::size_t table_size = std::min<std::size_t>(kCompactAt + 257, width + 2);
+    std::vector<std::uint32_t> stamp(table_size, 0), to_of(table_size, 0), new_of(table_size, 0);
     std::vector<std::pair<std::uint64_t, std::uint32_t>> overflow;  // (old<<32|to) -> new
     for (std::size_t s = 0; s < n; ++s) {
       overflow.clear();
@@ -441,17 +446,17 @@ class DfaBuilder {
         std::fill(stamp.begin(), stamp.end(), 0u);
       }
     }
-    // Dense class ids in order of each class's smallest byte.
-    std::unordered_map<std::uint32_t, std::uint32_t> class_of_label;
+    // Dense class ids in order of each class's smallest byte (labels are below next_label).
+    std::vector<std::uint16_t> class_of_label(next_label, 0xFFFF);
     std::size_t nc = 0;
     dfa.class_rep_.clear();
     for (int b = 0; b < 256; ++b) {
-      auto ins = class_of_label.emplace(label[static_cast<std::size_t>(b)], static_cast<std::uint32_t>(nc));
-      if (ins.second) {
-        ++nc;
+      std::uint16_t& c = class_of_label[label[static_cast<std::size_t>(b)]];
+      if (c == 0xFFFF) {
+        c = static_cast<std::uint16_t>(nc++);
         dfa.class_rep_.push_back(static_cast<std::uint8_t>(b));
       }
-      dfa.classes_[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(ins.first->second);
+      dfa.classes_[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(c);
     }
     dfa.num_classes_ = static_cast<std::uint32_t>(nc);
     dfa.table_.assign(n * nc, Dfa::kDead);

@@ -13,6 +13,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "flat_table.hpp"
+
 namespace corral {
 namespace {
 
@@ -92,25 +94,36 @@ void utf8_sequences(std::uint32_t lo, std::uint32_t hi, std::vector<Utf8Seq>& ou
 struct PairHash {
   std::size_t operator()(const std::pair<const void*, std::int32_t>& p) const {
     const auto x = reinterpret_cast<std::uintptr_t>(p.first) * 0x9E3779B97F4A7C15ull;
-    return static_cast<std::size_t>(x ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p.second)) << 1));
+    // Mixed again: the table takes the low bits, which the product leaves equal for aligned
+    // addresses.
+    return MixHash{}(x ^ static_cast<std::uint32_t>(p.second));
   }
 };
 
 class FiniteBuilder {
  public:
-  FiniteBuilder(std::size_t cap, const Budget& budget) : cap_(cap), budget_(budget) { slots_.assign(1024, -1); }
+  // `hint`: about how many states and memo entries the tree needs (its NFA estimate), so the
+  // tables of a small tree (most terminals are one key or one enum string) start small and
+  // those of a big one do not grow step by step.
+  FiniteBuilder(std::size_t cap, const Budget& budget, std::size_t hint)
+      : cap_(cap), budget_(budget), built_(hint), united_(hint / 4) {
+    std::size_t slots = 64;
+    while (slots < 2 * hint && slots < (std::size_t{1} << 20)) slots *= 2;
+    slots_.assign(slots, -1);
+  }
 
   // Is the tree free of algebra and rule references, with every unbounded repetition of a
   // finite kid and outside every other repetition? (Its DAG, each node once per context: under
   // a repetition or not.) A star inside a counted kid would be copied by instantiate, which
   // only copies acyclic templates.
-  static bool eligible(const NodePtr& root) {
+  static bool eligible(const NodePtr& root, std::size_t hint) {
     std::vector<std::pair<const Node*, bool>> stack{{root.get(), false}};
-    std::unordered_set<const Node*> seen[2];
+    FlatMap<std::uint64_t, bool> seen(hint);  // (node address << 1 | under a repetition)
     while (!stack.empty()) {
       const auto [n, under_repeat] = stack.back();
       stack.pop_back();
-      if (!seen[under_repeat].insert(n).second) continue;
+      const std::uint64_t key = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(n)) << 1 | under_repeat;
+      if (!seen.emplace(key, true).second) continue;
       switch (n->kind) {
         case NodeKind::Empty:
         case NodeKind::Chars:
@@ -136,8 +149,7 @@ class FiniteBuilder {
   std::int32_t build(const Node* n, std::int32_t t) {
     if (n->kind == NodeKind::Empty) return t;
     const auto key = std::make_pair(static_cast<const void*>(n), t);
-    auto it = built_.find(key);
-    if (it != built_.end()) return it->second;
+    if (const std::int32_t* known = built_.find(key)) return *known;
     if (++build_depth_ > kMaxBuildDepth) throw Bail{};
     std::int32_t r = -1;
     switch (n->kind) {
@@ -149,10 +161,9 @@ class FiniteBuilder {
         for (auto k = n->kids.rbegin(); k != n->kids.rend() && r >= 0; ++k) r = build(k->get(), r);
         break;
       case NodeKind::Alt: {
-        std::vector<Seq> seqs;
-        seqs.reserve(n->kids.size());
-        for (const auto& k : n->kids) seqs.push_back(Seq{k.get(), 0});
-        r = build_alt(std::move(seqs), t);
+        auto seqs = seq_pool_.lease();
+        for (const auto& k : n->kids) seqs->push_back(Seq{k.get(), 0});
+        r = build_alt(seqs->data(), seqs->data() + seqs->size(), t);
         break;
       }
       case NodeKind::Repeat: {
@@ -193,6 +204,8 @@ class FiniteBuilder {
       }
     }
     out.acc.reserve(order.size());
+    out.first.reserve(order.size() + 1);
+    out.edges.reserve(edges_.size());
     for (std::int32_t old : order) {
       const auto s = static_cast<std::size_t>(old);
       out.acc.push_back(acc_[s]);
@@ -217,44 +230,65 @@ class FiniteBuilder {
   // same node (shared subtrees: the JSON spellings of one character are one node) are built
   // as that node in front of the union of their rests (a·X ∪ a·Y = a·(X ∪ Y)), so an enum of
   // strings with a common prefix builds the prefix once and unites only where they differ.
-  std::int32_t build_alt(std::vector<Seq> seqs, std::int32_t t) {
+  std::int32_t build_alt(const Seq* begin, const Seq* end, std::int32_t t) {
     if (++build_depth_ > kMaxBuildDepth) throw Bail{};
-    std::vector<std::int32_t> parts;
-    std::vector<std::pair<const Node*, std::vector<Seq>>> groups;
-    // Groups in order of first appearance. Most alternations are small (the spellings of one
-    // character, a trie level of key names): a linear scan finds the group without the hash
-    // map, whose allocations were a large share of this path; long ones (enums) use the map.
+    const auto n = static_cast<std::size_t>(end - begin);
+    auto parts = id_pool_.lease();
+    // Group of each sequence (-1: nothing left of it), groups numbered in order of first
+    // appearance. Most alternations are small (the spellings of one character, a trie level of
+    // key names): a linear scan finds the group without the hash map; long ones (enums) use it.
     constexpr std::size_t kLinearGroups = 16;
-    std::unordered_map<const Node*, std::size_t> group_of;
-    for (const Seq& q : seqs) {
-      if (q.off == q.size()) {
-        parts.push_back(t);
+    auto group = id_pool_.lease();
+    auto firsts = node_pool_.lease();
+    FlatMap<std::uint64_t, std::int32_t> group_of(n > kLinearGroups ? n : 0);
+    for (const Seq* q = begin; q != end; ++q) {
+      if (q->off == q->size()) {
+        parts->push_back(t);
+        group->push_back(-1);
         continue;
       }
-      const Node* f = q.at(q.off);
-      std::size_t g = groups.size();
-      if (seqs.size() <= kLinearGroups) {
-        for (std::size_t i = 0; i < groups.size(); ++i)
-          if (groups[i].first == f) g = i;
+      const Node* f = q->at(q->off);
+      auto g = static_cast<std::int32_t>(firsts->size());
+      if (n <= kLinearGroups) {
+        for (std::size_t i = 0; i < firsts->size(); ++i)
+          if ((*firsts)[i] == f) g = static_cast<std::int32_t>(i);
       } else {
-        g = group_of.emplace(f, groups.size()).first->second;
+        g = *group_of.emplace(reinterpret_cast<std::uintptr_t>(f), g).first;
       }
-      if (g == groups.size()) groups.push_back({f, {}});
-      groups[g].second.push_back(Seq{q.n, q.off + 1});
+      if (g == static_cast<std::int32_t>(firsts->size())) firsts->push_back(f);
+      group->push_back(g);
     }
-    for (auto& [f, rests] : groups) {
-      std::int32_t inner;
-      if (rests.size() == 1) {
-        const Seq& q = rests[0];
-        inner = t;
-        for (std::size_t i = q.size(); i > q.off && inner >= 0; --i) inner = build(q.at(i - 1), inner);
-      } else {
-        inner = build_alt(std::move(rests), t);
+    // The rests of each group's sequences, contiguous per group (a counting sort, in order).
+    const std::size_t ng = firsts->size();
+    auto start = id_pool_.lease();
+    start->assign(ng + 1, 0);
+    for (std::int32_t g : *group)
+      if (g >= 0) ++(*start)[static_cast<std::size_t>(g) + 1];
+    for (std::size_t g = 0; g < ng; ++g) (*start)[g + 1] += (*start)[g];
+    auto rests = seq_pool_.lease();
+    rests->resize(static_cast<std::size_t>((*start)[ng]));
+    {
+      auto fill = id_pool_.lease();
+      fill->assign(start->begin(), start->end() - 1);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t g = (*group)[i];
+        if (g >= 0) (*rests)[static_cast<std::size_t>((*fill)[static_cast<std::size_t>(g)]++)] = Seq{begin[i].n, begin[i].off + 1};
       }
-      parts.push_back(inner >= 0 ? build(f, inner) : -1);
+    }
+    for (std::size_t g = 0; g < ng; ++g) {
+      const Seq* rb = rests->data() + (*start)[g];
+      const Seq* re = rests->data() + (*start)[g + 1];
+      std::int32_t inner;
+      if (re - rb == 1) {
+        inner = t;
+        for (std::size_t i = rb->size(); i > rb->off && inner >= 0; --i) inner = build(rb->at(i - 1), inner);
+      } else {
+        inner = build_alt(rb, re, t);
+      }
+      parts->push_back(inner >= 0 ? build((*firsts)[g], inner) : -1);
     }
     --build_depth_;
-    return unite_all(std::move(parts));
+    return unite_all(*parts);
   }
 
   // X's automaton in front of a placeholder state P (accepting, no edges, outside the
@@ -369,32 +403,36 @@ class FiniteBuilder {
   // The bytes of one character of `cs`, then t.
   std::int32_t chars(const CharSet& cs, std::int32_t t) {
     if (cs.empty()) return -1;
-    std::vector<Utf8Seq> seqs;
+    std::vector<Utf8Seq>& seqs = utf8_;  // (chars never recurses into itself)
+    seqs.clear();
     for (const auto& r : cs.ranges()) utf8_sequences(r.lo, r.hi, seqs);
     // Sequences come in code point order, so their first-byte ranges are sorted: when no two
     // share a first byte (a class of ASCII ranges, such as "none of these first letters"),
     // they are the state's edges as they are.
     bool overlap = false;
     for (std::size_t i = 1; i < seqs.size() && !overlap; ++i) overlap = seqs[i].lo[0] <= seqs[i - 1].hi[0];
-    std::vector<Edge> top;
+    auto top = edge_pool_.lease();
     if (!overlap) {
       for (const Utf8Seq& q : seqs) {
         std::int32_t s = t;
         for (int j = q.len - 1; j >= 1; --j) s = intern_one(q.lo[j], q.hi[j], s);
-        top.push_back(Edge{q.lo[0], q.hi[0], s});
+        top->push_back(Edge{q.lo[0], q.hi[0], s});
       }
-      return intern(false, std::move(top));
+      return intern_in_place(false, *top);
     }
     // Otherwise merging the first bytes below is quadratic in their number: a class of many
     // ranges (Unicode `\d`, `\w`) repeated 200 times cost more than the pipeline in Debug
     // builds. Those trees keep the pipeline; any character (11 sequences) stays here.
     if (seqs.size() > kMaxSequences) throw Bail{};
+    auto one = edge_pool_.lease(), merged = edge_pool_.lease();
     for (const Utf8Seq& q : seqs) {
       std::int32_t s = t;
       for (int j = q.len - 1; j >= 1; --j) s = intern_one(q.lo[j], q.hi[j], s);
-      top = merge_edges(std::move(top), {Edge{q.lo[0], q.hi[0], s}});
+      one->assign(1, Edge{q.lo[0], q.hi[0], s});
+      merge_edges(*top, *one, *merged);
+      top->swap(*merged);
     }
-    return intern(false, std::move(top));
+    return intern_in_place(false, *top);
   }
 
   // The state of L(a) ∪ L(b) (-1: empty).
@@ -403,14 +441,16 @@ class FiniteBuilder {
     if (b < 0) return a;
     if (a > b) std::swap(a, b);
     const std::uint64_t key = static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b);
-    auto it = united_.find(key);
-    if (it != united_.end()) return it->second;
+    if (const std::int32_t* known = united_.find(key)) return *known;
     if (++unite_depth_ > kMaxUniteDepth) throw Bail{};
     const auto sa = static_cast<std::size_t>(a), sb = static_cast<std::size_t>(b);
-    std::vector<Edge> ea(edges_.begin() + first_[sa], edges_.begin() + first_[sa + 1]);
-    std::vector<Edge> eb(edges_.begin() + first_[sb], edges_.begin() + first_[sb + 1]);
+    // Copies: the recursion below adds states, which may move edges_.
+    auto ea = edge_pool_.lease(), eb = edge_pool_.lease(), out = edge_pool_.lease();
+    ea->assign(edges_.begin() + first_[sa], edges_.begin() + first_[sa + 1]);
+    eb->assign(edges_.begin() + first_[sb], edges_.begin() + first_[sb + 1]);
     const bool acc = acc_[sa] || acc_[sb];
-    const std::int32_t r = intern(acc, merge_edges(std::move(ea), std::move(eb)));
+    merge_edges(*ea, *eb, *out);
+    const std::int32_t r = intern_in_place(acc, *out);
     --unite_depth_;
     united_.emplace(key, r);
     return r;
@@ -418,7 +458,7 @@ class FiniteBuilder {
 
   // The state of the union of all `ids` (-1s ignored; -1 when none is left) in one product:
   // an alternation of n literals with a common prefix walks that prefix once, not n − 1 times.
-  std::int32_t unite_all(std::vector<std::int32_t> ids) {
+  std::int32_t unite_all(std::vector<std::int32_t>& ids) {
     ids.erase(std::remove(ids.begin(), ids.end(), -1), ids.end());
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -430,31 +470,31 @@ class FiniteBuilder {
     if (it != united_all_.end()) return it->second;
     if (++unite_depth_ > kMaxUniteDepth) throw Bail{};
     bool acc = false;
-    std::vector<Edge> all;
-    std::vector<int> cuts;  // interval starts: every edge's lo and hi + 1
+    auto all = edge_pool_.lease();
+    auto cuts = id_pool_.lease();  // interval starts: every edge's lo and hi + 1
     for (std::int32_t id : ids) {
       const auto sid = static_cast<std::size_t>(id);
       acc = acc || acc_[sid] != 0;
       for (std::uint32_t e = first_[sid]; e < first_[sid + 1]; ++e) {
-        all.push_back(edges_[e]);
-        cuts.push_back(edges_[e].lo);
-        cuts.push_back(edges_[e].hi + 1);
+        all->push_back(edges_[e]);
+        cuts->push_back(edges_[e].lo);
+        cuts->push_back(edges_[e].hi + 1);
       }
     }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    std::vector<Edge> out;
-    std::vector<std::int32_t> targets;
-    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
-      const int lo = cuts[c], hi = cuts[c + 1] - 1;
-      targets.clear();
-      for (const Edge& e : all)
-        if (e.lo <= lo && hi <= e.hi) targets.push_back(e.to);
-      if (targets.empty()) continue;
-      const std::int32_t to = unite_all(targets);
-      out.push_back(Edge{static_cast<std::uint8_t>(lo), static_cast<std::uint8_t>(hi), to});
+    std::sort(cuts->begin(), cuts->end());
+    cuts->erase(std::unique(cuts->begin(), cuts->end()), cuts->end());
+    auto out = edge_pool_.lease();
+    auto targets = id_pool_.lease();
+    for (std::size_t c = 0; c + 1 < cuts->size(); ++c) {
+      const int lo = (*cuts)[c], hi = (*cuts)[c + 1] - 1;
+      targets->clear();
+      for (const Edge& e : *all)
+        if (e.lo <= lo && hi <= e.hi) targets->push_back(e.to);
+      if (targets->empty()) continue;
+      const std::int32_t to = unite_all(*targets);
+      out->push_back(Edge{static_cast<std::uint8_t>(lo), static_cast<std::uint8_t>(hi), to});
     }
-    const std::int32_t r = intern(acc, std::move(out));
+    const std::int32_t r = intern_in_place(acc, *out);
     --unite_depth_;
     united_all_.emplace(std::move(key), r);
     return r;
@@ -462,10 +502,18 @@ class FiniteBuilder {
 
   // The union of two canonical edge lists: where both have an edge on a byte, the target is
   // the union of theirs.
-  std::vector<Edge> merge_edges(std::vector<Edge> a, std::vector<Edge> b) {
-    if (a.empty()) return b;
-    if (b.empty()) return a;
+  std::vector<Edge> merge_edges(const std::vector<Edge>& a, const std::vector<Edge>& b) {
     std::vector<Edge> out;
+    merge_edges(a, b, out);
+    return out;
+  }
+  // The same into `out` (cleared first; neither a nor b).
+  void merge_edges(const std::vector<Edge>& a, const std::vector<Edge>& b, std::vector<Edge>& out) {
+    out.clear();
+    if (a.empty() || b.empty()) {
+      out = a.empty() ? b : a;
+      return;
+    }
     std::size_t i = 0, j = 0;
     int p = 0;  // the next byte not yet placed
     while (p <= 255) {
@@ -493,7 +541,6 @@ class FiniteBuilder {
         out.push_back(Edge{static_cast<std::uint8_t>(lo), static_cast<std::uint8_t>(hi), to});
       p = hi + 1;
     }
-    return out;
   }
 
   static std::uint64_t hash_of(bool acc, const Edge* b, const Edge* e) {
@@ -578,9 +625,15 @@ class FiniteBuilder {
   std::vector<std::int32_t> slots_;  // open addressing over state ids
   std::vector<Edge> scratch_;                          // instantiate's edge buffer
   std::vector<Edge> one_;                              // intern_one's edge buffer
+  std::vector<Utf8Seq> utf8_;                          // chars' byte sequences
   std::vector<std::int32_t> remap_;  // instantiate: template state - placeholder -> copy
-  std::unordered_map<std::pair<const void*, std::int32_t>, std::int32_t, PairHash> built_;
-  std::unordered_map<std::uint64_t, std::int32_t> united_;  // (smaller id << 32 | larger) -> union
+  // Scratch vectors of the recursive steps (build_alt, unite, unite_all), reused.
+  VecPool<Seq> seq_pool_;
+  VecPool<std::int32_t> id_pool_;
+  VecPool<const Node*> node_pool_;
+  VecPool<Edge> edge_pool_;
+  FlatMap<std::pair<const void*, std::int32_t>, std::int32_t, PairHash> built_;
+  FlatMap<std::uint64_t, std::int32_t> united_;  // (smaller id << 32 | larger) -> union
   std::unordered_map<std::string, std::int32_t> united_all_;  // sorted ids (bytes) -> union
 };
 
@@ -588,10 +641,13 @@ class FiniteBuilder {
 
 std::optional<FiniteAutomaton> build_finite_automaton(const NodePtr& regex, const Limits& limits,
                                                       const Budget& budget) {
-  if (!regex || !FiniteBuilder::eligible(regex)) return std::nullopt;
-  if (estimate_nfa_size(regex) > limits.max_nfa_states) return std::nullopt;
+  if (!regex) return std::nullopt;
+  const std::uint64_t estimate = estimate_nfa_size(regex);
+  if (estimate > limits.max_nfa_states) return std::nullopt;
+  const auto hint = static_cast<std::size_t>(std::min<std::uint64_t>(estimate, 4096));
+  if (!FiniteBuilder::eligible(regex, hint)) return std::nullopt;
   try {
-    FiniteBuilder b(4 * static_cast<std::size_t>(limits.max_dfa_states) + 1024, budget);
+    FiniteBuilder b(4 * static_cast<std::size_t>(limits.max_dfa_states) + 1024, budget, hint);
     const std::int32_t start = b.build(regex.get(), b.accept_state());
     return b.extract(start);
   } catch (const Bail&) {
