@@ -2,6 +2,7 @@
 #include "automaton_memo.hpp"
 
 #include <atomic>
+#include <algorithm>
 #include <mutex>
 
 namespace corral {
@@ -30,6 +31,9 @@ struct Memo {
   std::atomic<std::uint64_t> generation{0};
   std::unordered_map<std::string, Entry<Dfa>> terminals;
   std::unordered_map<std::string, Entry<RangeDfa>> products;
+  // Alternations whose terminal the lowering could not build directly, with the largest
+  // limits that failed (see memo_alternation_refused).
+  std::unordered_map<std::string, BuiltUnder> refused;
   std::size_t bytes = 0;
   std::uint64_t hits = 0, misses = 0;
 
@@ -37,6 +41,7 @@ struct Memo {
     if (bytes + need <= kAutomatonMemoBytes) return;
     terminals.clear();
     products.clear();
+    refused.clear();
     bytes = 0;
   }
   // Entries are keyed by ids: forgetting the ids forgets the entries (a new generation's ids
@@ -44,6 +49,7 @@ struct Memo {
   void clear_all() {
     terminals.clear();
     products.clear();
+    refused.clear();
     bytes = 0;
     interned.clear();
     generation.fetch_add(1, std::memory_order_relaxed);
@@ -152,6 +158,25 @@ std::shared_ptr<const Dfa> memo_terminal(const std::string& key, const Limits& l
 
 void memo_put_terminal(const std::string& key, const Limits& limits, const Dfa& dfa) {
   put(memo().terminals, key, limits, std::make_shared<const Dfa>(dfa), dfa.memory_bytes());
+}
+
+bool memo_alternation_refused(const std::string& key, const Limits& limits) {
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.refused.find(key);
+  // Refused under limits at least as large: refused under these too (a build that fails under
+  // a limit fails under a smaller one).
+  return it != m.refused.end() && limits.max_nfa_states <= it->second.max_nfa_states &&
+         limits.max_dfa_states <= it->second.max_dfa_states;
+}
+
+void memo_refuse_alternation(const std::string& key, const Limits& limits) {
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.refused.size() >= kMaxRefusedAlternations) m.refused.clear();
+  BuiltUnder& under = m.refused[key];
+  under.max_nfa_states = std::max(under.max_nfa_states, limits.max_nfa_states);
+  under.max_dfa_states = std::max(under.max_dfa_states, limits.max_dfa_states);
 }
 
 std::shared_ptr<const RangeDfa> memo_product(const std::string& key, const Limits& limits) {

@@ -73,6 +73,13 @@ constexpr std::size_t kAutomatonMemoBytes = std::size_t{64} << 20;
 /// A terminal's byte DFA, if one was built for `key` under limits covered by `limits`.
 std::shared_ptr<const Dfa> memo_terminal(const std::string& key, const Limits& limits);
 void memo_put_terminal(const std::string& key, const Limits& limits, const Dfa& dfa);
+/// Whether the lowering found, under limits at least as large as `limits`, that the terminal
+/// holding the starred alternation `key` cannot be built directly (grammar_lower.cpp splits
+/// it then); memo_refuse_alternation records that. Emptied with the memo, and past
+/// kMaxRefusedAlternations entries.
+bool memo_alternation_refused(const std::string& key, const Limits& limits);
+void memo_refuse_alternation(const std::string& key, const Limits& limits);
+constexpr std::size_t kMaxRefusedAlternations = 4096;
 /// The minimal DFA of an `&`/`-` tree, likewise.
 std::shared_ptr<const RangeDfa> memo_product(const std::string& key, const Limits& limits);
 void memo_put_product(const std::string& key, const Limits& limits, RangeDfa dfa);

@@ -116,7 +116,8 @@ class FiniteBuilder {
   // finite kid and outside every other repetition? (Its DAG, each node once per context: under
   // a repetition or not.) A star inside a counted kid would be copied by instantiate, which
   // only copies acyclic templates.
-  static bool eligible(const NodePtr& root, std::size_t hint) {
+  // `star_kids` (optional): the distinct kids of its unbounded repetitions, by address.
+  static bool eligible(const NodePtr& root, std::size_t hint, std::vector<const Node*>* star_kids = nullptr) {
     std::vector<std::pair<const Node*, bool>> stack{{root.get(), false}};
     FlatMap<std::uint64_t, bool> seen(hint);  // (node address << 1 | under a repetition)
     while (!stack.empty()) {
@@ -130,6 +131,9 @@ class FiniteBuilder {
           break;
         case NodeKind::Repeat:
           if (n->max == Node::kUnbounded && under_repeat) return false;
+          if (n->max == Node::kUnbounded && star_kids != nullptr &&
+              std::find(star_kids->begin(), star_kids->end(), n->kids[0].get()) == star_kids->end())
+            star_kids->push_back(n->kids[0].get());
           for (const auto& k : n->kids) stack.emplace_back(k.get(), true);
           break;
         case NodeKind::Concat:
@@ -638,6 +642,10 @@ class FiniteBuilder {
 };
 
 }  // namespace
+
+bool finite_shape(const NodePtr& regex, std::vector<const Node*>* star_kids) {
+  return regex && FiniteBuilder::eligible(regex, 1024, star_kids);  // (asked of big alternations)
+}
 
 std::optional<FiniteAutomaton> build_finite_automaton(const NodePtr& regex, const Limits& limits,
                                                       const Budget& budget) {

@@ -65,4 +65,10 @@ struct FiniteAutomaton {
 std::optional<FiniteAutomaton> build_finite_automaton(const NodePtr& regex, const Limits& limits,
                                                       const Budget& budget);
 
+/// Whether the tree is of the shape build_finite_automaton takes (no algebra or rule
+/// reference, every unbounded repetition outside every other): a cheap walk, no automaton; the
+/// build may still return nothing (two different stars, too many states). `star_kids`
+/// (optional) receives the distinct kids of its unbounded repetitions, by address.
+bool finite_shape(const NodePtr& regex, std::vector<const Node*>* star_kids = nullptr);
+
 }  // namespace corral

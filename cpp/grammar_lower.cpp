@@ -16,6 +16,7 @@
 #include <queue>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "automaton_memo.hpp"
 #include "compile_times.hpp"
@@ -44,10 +45,17 @@ void collect_refs(const NodePtr& n, std::vector<std::int32_t>& out) {
   }
 }
 
+// Thrown by build_dfas when a terminal holding alternations finite_alt accepted on trust
+// cannot be built directly within the cap: lowering starts again with them refused (split).
+struct RefusedAlternations {
+  std::vector<std::string> keys;
+};
+
 class Lowerer {
  public:
-  Lowerer(const GrammarAst& ast, const Limits& limits, const Budget& budget)
-      : ast_(ast), limits_(limits), budget_(budget) {}
+  Lowerer(const GrammarAst& ast, const Limits& limits, const Budget& budget,
+          const std::unordered_set<std::string>& refused)
+      : ast_(ast), limits_(limits), budget_(budget), refused_(refused) {}
 
   Grammar run() {
     find_regular_rules();
@@ -513,12 +521,14 @@ class Lowerer {
   //    terminal that can end after every character makes every token a split;
   //  * `&` / `-`, which are one automaton anyway (their operands are always inlined);
   //  * an alternation with a star whose minimal automaton finite_dfa.cpp builds directly
-  //    within kFiniteAltStates states (and max_dfa_states): "none of the declared keys", a
-  //    trie of the names with star exits, whose NFA estimate (every character in every JSON
-  //    spelling) is far above merge_cap while its automaton is linear in the names. Split,
-  //    each alternative would be a terminal that can end after its first character, so every
-  //    token running past a key would be a split for the mask's parser checks, and no
-  //    alternative alone would keep the key's inside alive;
+  //    (with the small pieces merged beside it, within kFiniteAltStates + merge_cap states and
+  //    max_dfa_states): "none of the declared keys", a trie of the names with star exits, whose
+  //    NFA estimate (every character in every JSON spelling) is far above merge_cap while its
+  //    automaton is linear in the names. Split, each alternative would be a terminal that can
+  //    end after its first character, so every token running past a key would be a split for
+  //    the mask's parser checks, and no alternative alone would keep the key's inside alive.
+  //    Accepted on the shape of its tree; build_dfas then builds its terminal directly or
+  //    throws, and lower_grammar lowers again with it split (finite_alt, RefusedAlternations);
   //  * a sequence of small pieces and at most one big piece.
   static constexpr std::uint64_t kCountedBody = 64;
   std::uint64_t counted_cap() const { return limits_.max_nfa_states / 4; }
@@ -542,22 +552,51 @@ class Lowerer {
     // each copy is its own tree.
     const std::string key = keys_.of(n);
     auto it = finite_alt_memo_.find(key);
-    if (it != finite_alt_memo_.end()) return it->second;
-    StageTimer timer(compile_times().automata_ns);
-    const std::size_t cap = std::min<std::size_t>(kFiniteAltStates, limits_.max_dfa_states);
-    bool yes;
-    if (std::shared_ptr<const Dfa> known = memo_terminal(key, limits_)) {
-      yes = known->num_states() <= cap;  // another compile built it (as a terminal of its own)
-    } else if (std::optional<Dfa> dfa = Dfa::compile_direct(n, limits_, budget_, cap)) {
-      yes = true;
-      // Kept: when the alternation is a terminal on its own (no small pieces merged beside it),
-      // build_dfas takes this automaton instead of building it again.
-      direct_dfas_.emplace(key, std::move(*dfa));
+    Verdict v;
+    if (it != finite_alt_memo_.end()) {
+      v = it->second;
+    } else if (refused_.count(key) != 0 || memo_alternation_refused(key, limits_)) {
+      v = Verdict::No;  // an earlier lowering could not build its terminal directly
+    } else if (std::shared_ptr<const Dfa> known = memo_terminal(key, limits_)) {
+      // Another compile built it (as a terminal of its own).
+      v = known->num_states() <= std::min<std::size_t>(kFiniteAltStates, limits_.max_dfa_states) ? Verdict::Yes
+                                                                                                : Verdict::No;
     } else {
-      yes = false;
+      // On trust, when its shape is one finite_dfa builds: the terminal that will hold it (the
+      // alternation with the quotes and punctuation merged beside it) is built directly in
+      // build_dfas, within the cap, or lowering starts again with this alternation split.
+      // Building the alternation alone here to count its states cost as much as that terminal
+      // again (key complements: half of the automata time of large objects).
+      v = finite_shape_one_star(n) ? Verdict::OnTrust : Verdict::No;
     }
-    finite_alt_memo_.emplace(key, yes);
-    return yes;
+    if (it == finite_alt_memo_.end()) finite_alt_memo_.emplace(key, v);
+    if (v == Verdict::OnTrust) on_trust_.emplace(n.get(), n);
+    return v != Verdict::No;
+  }
+  // The tree has finite_dfa's shape and every unbounded repetition in it repeats one subtree
+  // (by structure): finite_dfa builds one kind of star per tree (the key complements' "any
+  // character", one shared node); a format regex with stars of several classes would only
+  // fail there, after the lowering.
+  bool finite_shape_one_star(const NodePtr& n) const {
+    std::vector<const Node*> kids;
+    if (!finite_shape(n, &kids)) return false;
+    if (kids.size() <= 1) return true;
+    // Distinct nodes may still be equal trees.
+    std::vector<const Node*> stack{n.get()};
+    std::unordered_set<const Node*> seen;
+    const std::string* key = nullptr;
+    while (!stack.empty()) {
+      const Node* x = stack.back();
+      stack.pop_back();
+      if (!seen.insert(x).second) continue;
+      if (x->kind == NodeKind::Repeat && x->max == Node::kUnbounded) {
+        const std::string& k = keys_.of(x->kids[0]);
+        if (key != nullptr && *key != k) return false;
+        key = &k;
+      }
+      for (const auto& k : x->kids) stack.push_back(k.get());
+    }
+    return true;
   }
   bool big_piece(const NodePtr& n) const {
     switch (n->kind) {
@@ -691,6 +730,26 @@ class Lowerer {
   }
 
   // ---- (3) terminals ------------------------------------------------------------------
+  // The keys of the alternations accepted on trust inside a terminal's tree (they are big
+  // pieces: subtrees within merge_cap cannot hold one and are not walked).
+  std::vector<std::string> trusted_inside(const NodePtr& regex) const {
+    std::vector<std::string> out;
+    if (on_trust_.empty()) return out;
+    std::vector<const NodePtr*> stack{&regex};
+    std::unordered_set<const Node*> seen;
+    while (!stack.empty()) {
+      const NodePtr& n = *stack.back();
+      stack.pop_back();
+      if (!seen.insert(n.get()).second || size_of(n) <= merge_cap()) continue;
+      if (on_trust_.count(n.get()) != 0) {
+        out.push_back(keys_.of(n));
+        continue;
+      }
+      for (const auto& k : n->kids) stack.push_back(&k);
+    }
+    return out;
+  }
+
   void build_dfas() {
     StageTimer timer(compile_times().automata_ns);
     terminal_keys_.resize(g_.terminals.size());
@@ -703,9 +762,12 @@ class Lowerer {
       const std::string& key = terminal_keys_[i];
       if (std::shared_ptr<const Dfa> known = memo_terminal(key, limits_)) {
         t.dfa = *known;
-      } else if (auto built = direct_dfas_.find(key); built != direct_dfas_.end()) {
-        t.dfa = std::move(built->second);  // finite_alt built it
-        direct_dfas_.erase(built);
+      } else if (std::vector<std::string> trusted = trusted_inside(t.regex); !trusted.empty()) {
+        // Holds alternations finite_alt accepted on trust: directly or not at all.
+        const std::size_t cap = std::min<std::size_t>(kFiniteAltStates + merge_cap(), limits_.max_dfa_states);
+        std::optional<Dfa> dfa = Dfa::compile_direct(t.regex, limits_, budget_, cap);
+        if (!dfa) throw RefusedAlternations{std::move(trusted)};
+        t.dfa = std::move(*dfa);
         memo_put_terminal(key, limits_, t.dfa);
       } else {
         t.dfa = Dfa::compile(t.regex, limits_, budget_);
@@ -741,9 +803,12 @@ class Lowerer {
   std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
   std::unordered_map<const Node*, std::tuple<NodePtr, std::uint64_t, NodePtr>> expand_memo_;
   mutable std::unordered_map<const Node*, std::pair<NodePtr, TreeInfo>> tree_memo_;
-  // finite_alt, per structural key: the answer, and the automata it built.
-  mutable std::unordered_map<std::string, bool> finite_alt_memo_;
-  mutable std::unordered_map<std::string, Dfa> direct_dfas_;
+  // finite_alt, per structural key: no; yes (its automaton is known to be within the cap); or
+  // yes on trust (see build_dfas), and the nodes it said so of (held: no address reuse).
+  enum class Verdict : std::uint8_t { No, Yes, OnTrust };
+  mutable std::unordered_map<std::string, Verdict> finite_alt_memo_;
+  mutable std::unordered_map<const Node*, NodePtr> on_trust_;
+  const std::unordered_set<std::string>& refused_;  // alternations an earlier lowering split
   mutable StructuralKeys keys_;  // (finite_alt, a const query, keys its alternations too)
   std::vector<std::string> terminal_keys_;  // per terminal (empty for tokens and slots)
   std::vector<std::uint32_t> ref_count_;
@@ -1048,7 +1113,20 @@ std::string terminal_text(const Terminal& t) {
 }
 
 Grammar lower_grammar(const GrammarAst& ast, const Limits& limits, const Budget& budget) {
-  return Lowerer(ast, limits, budget).run();
+  // Again without the alternations accepted on trust whose terminal could not be built
+  // directly (rare: a key complement of thousands of names). Each round refuses at least one
+  // more, so this ends; the automata built before a retry stay in the memo.
+  std::unordered_set<std::string> refused;
+  for (;;) {
+    try {
+      return Lowerer(ast, limits, budget, refused).run();
+    } catch (const RefusedAlternations& r) {
+      const std::size_t before = refused.size();
+      refused.insert(r.keys.begin(), r.keys.end());
+      for (const std::string& key : r.keys) memo_refuse_alternation(key, limits);  // for later compiles
+      if (refused.size() == before) throw InternalError("lowering refused no new alternation");
+    }
+  }
 }
 
 void resolve_token_terminals(Grammar& g, const std::vector<std::string>& vocab_tokens,

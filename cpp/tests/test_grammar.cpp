@@ -151,3 +151,34 @@ TEST(grammar_chain_of_regular_rules_is_not_inlined_past_the_nesting_limit) {
   EXPECT(accepts(g, std::string(n, '(') + "x" + std::string(n, ')')));
   EXPECT(!accepts(g, std::string(n, '(') + "x" + std::string(n - 1, ')')));
 }
+
+TEST(grammar_starred_alternation_refused_after_lowering_is_split) {
+  // A big alternation with a star is accepted as one terminal on trust (grammar_lower.cpp,
+  // finite_alt) when its shape is one finite_dfa builds; here each star is followed by the byte
+  // it repeats (`a*a`), which finite_dfa cannot build, so the terminal fails in build_dfas and
+  // lowering starts again with the alternation split into its branches. Same language either
+  // way; a second compile meets the refusal in the memo and splits at once.
+  std::string alts;
+  for (int i = 0; i < 1000; ++i) alts += (i ? "|" : "") + std::string("x") + std::to_string(i) + "a*a";
+  const std::string text = "root ::= /(?:" + alts + ")/ \";\"";
+  for (int round = 0; round < 2; ++round) {
+    Grammar g = build(text);
+    EXPECT(g.terminals.size() > 2);  // split: one terminal per branch (and the ";")
+    EXPECT(accepts(g, "x7a;"));
+    EXPECT(accepts(g, "x999aaaa;"));
+    EXPECT(accepts(g, "x12a;"));
+    EXPECT(!accepts(g, "x7;"));
+    EXPECT(!accepts(g, "x1000a;"));
+    EXPECT(!accepts(g, "x7ab;"));
+  }
+  // The same size of alternation with stars finite_dfa builds (any character, then the end of
+  // the alternative) stays one terminal (with the ";" merged beside it).
+  std::string ok;
+  for (int i = 0; i < 1000; ++i) ok += (i ? "|" : "") + std::string("y") + std::to_string(i) + "b[c-z]*";
+  Grammar h = build("root ::= /(?:" + ok + ")/ \";\"");
+  EXPECT(h.terminals.size() == 1);
+  EXPECT(accepts(h, "y42bzz;"));
+  EXPECT(accepts(h, "y42b;"));
+  EXPECT(!accepts(h, "y42;"));
+  EXPECT(!accepts(h, "y42ba;"));
+}
