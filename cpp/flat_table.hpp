@@ -7,8 +7,9 @@
 // What: FlatMap<K, V, H> maps K (equality-comparable, hashed by H) to V in one flat array of
 //      slots, linear probing, the table doubled at half load; an empty slot is marked by its own
 //      flag, not by a reserved key. No erase (the builders never remove entries).
-// Invariants: the capacity is a power of two, more than twice the entry count; every key is
-//      in the probe run starting at its hash's home slot (no tombstones: nothing is erased).
+// Invariants: the capacity is 0 (nothing inserted yet) or a power of two, more than twice the
+//      entry count; every key is in the probe run starting at its hash's home slot (no
+//      tombstones: nothing is erased).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,10 @@ struct MixHash {
 template <class K, class V, class H = MixHash>
 class FlatMap {
  public:
+  // `initial`: entries to make room for; 0 allocates nothing until the first insert (a table
+  // a caller may not need costs nothing).
   explicit FlatMap(std::size_t initial = 16) {
+    if (initial == 0) return;
     std::size_t cap = 16;
     while (cap < 2 * initial) cap *= 2;
     slots_.resize(cap);
@@ -38,6 +42,7 @@ class FlatMap {
 
   /// The value stored under `key`, or nullptr.
   const V* find(const K& key) const {
+    if (slots_.empty()) return nullptr;
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t i = H{}(key) & mask;; i = (i + 1) & mask) {
       const Slot& s = slots_[i];
@@ -72,7 +77,7 @@ class FlatMap {
   };
 
   void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
+    std::vector<Slot> old(slots_.empty() ? 16 : slots_.size() * 2);
     old.swap(slots_);
     size_ = 0;
     for (const Slot& s : old)
