@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -81,9 +81,12 @@ class SchemaConverter:
         self._submitted = 0
         return ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_converter_init)
 
-    def _pool_for_next(self) -> ProcessPoolExecutor:
-        """The pool to submit to: after ``max_tasks`` conversions per worker, a fresh one (the old
-        pool finishes what it holds and its processes exit)."""
+    def _submit(self, schema: Any, options: Mapping[str, Any]) -> tuple[ProcessPoolExecutor, Future[Any]]:
+        """Submit one conversion (and the pool it went to): after ``max_tasks`` conversions per
+        worker, to a fresh pool (the old one finishes what it holds and its processes exit).
+        Under the lock: a thread that took the pool and submitted after releasing it could meet
+        that pool shut down by another thread's recycling ("cannot schedule new futures after
+        shutdown"); submitting only queues the task."""
         with self._lock:
             pool = self._pool
             assert pool is not None
@@ -91,7 +94,11 @@ class SchemaConverter:
                 pool.shutdown(wait=False, cancel_futures=False)
                 pool = self._pool = self._new_pool()
             self._submitted += 1
-            return pool
+            try:
+                return pool, pool.submit(convert_schema, schema, dict(options))
+            except BrokenProcessPool:  # broke since the last submit: replace it now
+                self._renew(pool)
+                raise
 
     def wait_limit(self, options: Mapping[str, Any]) -> float | None:
         """Seconds to wait for one conversion with these options (None: unbounded)."""
@@ -106,13 +113,14 @@ class SchemaConverter:
         died (both replace the pool)."""
         if self._pool is None:
             return convert_schema(schema, options)
-        pool = self._pool_for_next()
         wait = self.wait_limit(options)
         started = time.perf_counter()
+        pool: ProcessPoolExecutor | None = None
         try:
-            future = pool.submit(convert_schema, schema, dict(options))
+            pool, future = self._submit(schema, options)
             return future.result(timeout=wait)
         except FutureTimeout:
+            assert pool is not None
             self._replace(pool)
             elapsed = int((time.perf_counter() - started) * 1000)
             limit = options.get("max_convert_ms", SchemaOptions.max_convert_ms)
@@ -124,19 +132,23 @@ class SchemaConverter:
                 "(the conversion's limit plus a grace period); it was stopped",
             ) from None
         except BrokenProcessPool:
-            self._replace(pool)
+            if pool is not None:  # (None: _submit met it and replaced the pool already)
+                self._replace(pool)
             raise InternalError("the schema converter process died during the conversion") from None
 
     def _replace(self, pool: ProcessPoolExecutor) -> None:
         """Kill `pool`'s processes (a stuck conversion never returns) and start a new pool,
         once even when several requests give up on the same pool."""
         with self._lock:
-            if self._pool is not pool:
-                return
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = self._new_pool()
+            if self._pool is pool:
+                self._renew(pool)
+
+    def _renew(self, pool: ProcessPoolExecutor) -> None:
+        """_replace's work, with the lock held and `pool` the current one."""
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new_pool()
 
     def close(self) -> None:
         if self._pool is not None:
