@@ -2,6 +2,8 @@
 #include "automaton_memo.hpp"
 
 #include <atomic>
+#include <cstring>
+#include <string_view>
 #include <algorithm>
 #include <mutex>
 
@@ -23,10 +25,85 @@ struct Entry {
   std::size_t bytes = 0;
 };
 
+// The hash-consing table of StructuralKeys: (kind, payload, children's ids) -> id. Keys live
+// end to end in one arena and slots hold (hash, id, where the key is), so interning a node
+// allocates nothing but the table's occasional growth (a std::unordered_map<std::string, id>
+// made two allocations per node and was a tenth of the lowering). Linear probing; nothing is
+// erased (the table is only emptied whole); the capacity is a power of two, more than twice
+// the entry count.
+class InternTable {
+ public:
+  // The id of `key` (hashed to `hash`), or 0 when absent.
+  std::uint64_t find(std::string_view key, std::uint64_t hash) const {
+    if (slots_.empty()) return 0;
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.id == 0) return 0;
+      if (s.hash == hash && s.len == key.size() && arena_.compare(s.off, s.len, key) == 0) return s.id;
+    }
+  }
+  // Adds `key` (absent) with `id` (not 0).
+  void add(std::string_view key, std::uint64_t hash, std::uint64_t id) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = hash & mask;
+    while (slots_[i].id != 0) i = (i + 1) & mask;
+    slots_[i] = Slot{hash, id, arena_.size(), key.size()};
+    arena_.append(key);
+    ++size_;
+  }
+  std::size_t size() const { return size_; }
+  std::size_t arena_bytes() const { return arena_.size(); }
+  void clear() {
+    std::vector<Slot>().swap(slots_);
+    std::string().swap(arena_);
+    size_ = 0;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint64_t id = 0;  // 0: empty
+    std::size_t off = 0, len = 0;
+  };
+  void grow() {
+    std::vector<Slot> old(slots_.empty() ? 1024 : slots_.size() * 2);
+    old.swap(slots_);
+    const std::size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.id == 0) continue;
+      std::size_t i = s.hash & mask;
+      while (slots_[i].id != 0) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  std::string arena_;
+  std::size_t size_ = 0;
+};
+
+// A 64-bit hash of a key's bytes (8 at a time: keys are mostly ids and code point pairs).
+std::uint64_t key_hash(std::string_view k) {
+  std::uint64_t h = 0x9E3779B97F4A7C15ull ^ k.size();
+  std::size_t i = 0;
+  for (; i + 8 <= k.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, k.data() + i, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+    h ^= h >> 32;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, k.data() + i, k.size() - i);
+  h = (h ^ tail) * 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 29);
+}
+
+constexpr std::size_t kMaxInternedBytes = std::size_t{64} << 20;
+
 struct Memo {
   std::mutex mu;
-  // Hash-consing table of StructuralKeys: (kind, payload, children's ids) -> id.
-  std::unordered_map<std::string, std::uint64_t> interned;
+  InternTable interned;
   // Written under `mu`; read without it by StructuralKeys to validate a node's cached id.
   std::atomic<std::uint64_t> generation{0};
   std::unordered_map<std::string, Entry<Dfa>> terminals;
@@ -69,9 +146,12 @@ std::uint64_t StructuralKeys::id_of(const Node& n) {
   // check and its use only costs sharing: ids of different generations never collide.
   const std::uint64_t cached = n.structural_id.load(std::memory_order_relaxed);
   if (cached != 0 && (cached >> 40) == m.generation.load(std::memory_order_relaxed)) return cached;
-  std::string k;
-  k.push_back(static_cast<char>('0' + static_cast<int>(n.kind)));
-  auto put32 = [&k](std::uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  // The key is written at the end of a per-thread buffer; the children's calls write theirs
+  // after it and cut the buffer back before returning, so this node's key stays contiguous.
+  thread_local std::string buf;
+  const std::size_t start = buf.size();
+  buf.push_back(static_cast<char>('0' + static_cast<int>(n.kind)));
+  auto put32 = [](std::uint32_t v) { buf.append(reinterpret_cast<const char*>(&v), sizeof v); };
   switch (n.kind) {
     case NodeKind::Chars:
       for (const auto& r : n.chars.ranges()) {
@@ -91,17 +171,23 @@ std::uint64_t StructuralKeys::id_of(const Node& n) {
   }
   for (const auto& kid : n.kids) {
     const std::uint64_t sub = id_of(*kid);
-    k.append(reinterpret_cast<const char*>(&sub), sizeof sub);
+    buf.append(reinterpret_cast<const char*>(&sub), sizeof sub);
   }
+  const std::string_view k(buf.data() + start, buf.size() - start);
+  const std::uint64_t hash = key_hash(k);
   std::uint64_t id;
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (m.interned.size() >= kMaxInternedNodes) m.clear_all();
-    auto [slot, fresh] = m.interned.emplace(std::move(k), 0);
-    // Never 0 (the "not cached" mark): index + 1.
-    if (fresh) slot->second = m.generation.load(std::memory_order_relaxed) << 40 | m.interned.size();
-    id = slot->second;
+    id = m.interned.find(k, hash);
+    if (id == 0) {
+      if (m.interned.size() >= kMaxInternedNodes || m.interned.arena_bytes() + k.size() > kMaxInternedBytes)
+        m.clear_all();
+      // Never 0 (the "not cached" mark): index + 1.
+      id = m.generation.load(std::memory_order_relaxed) << 40 | (m.interned.size() + 1);
+      m.interned.add(k, hash, id);
+    }
   }
+  buf.resize(start);
   n.structural_id.store(id, std::memory_order_relaxed);
   return id;
 }

@@ -480,7 +480,7 @@ class Lowerer {
     }
     return n->kind != NodeKind::Concat && n->kind != NodeKind::Alt;
   }
-  // estimate_nfa_size and is_regular, memoised per node: lowering asks them of every subtree on
+  // estimate_nfa_size and is_regular, cached in each node: lowering asks them of every subtree on
   // its way down, which unmemoised costs the tree's depth times its size. Same values.
   std::uint64_t size_of(const NodePtr& n) const { return std::min(kSatSize, tree_info(n).size + 1); }
   bool regular_tree(const NodePtr& n) const { return tree_info(n).regular; }
@@ -492,8 +492,9 @@ class Lowerer {
   static constexpr std::uint64_t kSatSize = std::uint64_t{1} << 62;  // estimate_nfa_size's cap
   TreeInfo tree_info(const NodePtr& n) const {
     if (n->kids.empty()) return {n->kind == NodeKind::Concat ? 0u : 1u, n->kind != NodeKind::RuleRef, false};
-    auto it = tree_memo_.find(n.get());
-    if (it != tree_memo_.end()) return it->second.second;
+    // Cached in the node (Node::tree_size/tree_flags): bit 0 set, bit 1 regular, bit 2 algebra.
+    if (const std::uint8_t f = n->tree_flags.load(std::memory_order_acquire); f != 0)
+      return {n->tree_size.load(std::memory_order_relaxed), (f & 2) != 0, (f & 4) != 0};
     std::uint64_t s = n->kind == NodeKind::Concat || n->kind == NodeKind::Repeat ? 0 : 1;
     bool reg = true;
     bool alg = n->kind == NodeKind::Intersect || n->kind == NodeKind::Difference;
@@ -504,9 +505,9 @@ class Lowerer {
       alg = alg || sub.algebra;
     }
     if (n->kind == NodeKind::Repeat) s = estimate_repeat_size(s, n->min, n->max);
-    const TreeInfo out{s, reg, alg};
-    tree_memo_.emplace(n.get(), std::make_pair(n, out));  // holds the node: no address reuse
-    return out;
+    n->tree_size.store(s, std::memory_order_relaxed);
+    n->tree_flags.store(static_cast<std::uint8_t>(1 | (reg ? 2 : 0) | (alg ? 4 : 0)), std::memory_order_release);
+    return {s, reg, alg};
   }
 
   std::uint64_t merge_cap() const { return std::max<std::uint64_t>(1000, limits_.max_nfa_states / 25); }
@@ -802,7 +803,6 @@ class Lowerer {
   // node (holding the node itself, so its address cannot be reused while it is a key).
   std::unordered_map<std::int32_t, std::pair<NodePtr, std::uint64_t>> expanded_;
   std::unordered_map<const Node*, std::tuple<NodePtr, std::uint64_t, NodePtr>> expand_memo_;
-  mutable std::unordered_map<const Node*, std::pair<NodePtr, TreeInfo>> tree_memo_;
   // finite_alt, per structural key: no; yes (its automaton is known to be within the cap); or
   // yes on trust (see build_dfas), and the nodes it said so of (held: no address reuse).
   enum class Verdict : std::uint8_t { No, Yes, OnTrust };

@@ -20,6 +20,7 @@
 
 #include "grammar.hpp"
 #include "json_string.hpp"
+#include "regex_memo.hpp"
 #include "regex_parser.hpp"
 
 namespace corral {
@@ -639,13 +640,17 @@ class GrammarParser {
     std::string_view pattern = s_.substr(body, pos_ - body);
     ++pos_;  // closing /
     std::optional<JsonEscapes> json = parse_regex_flags();
+    const char mode = !json ? '\0' : *json == JsonEscapes::Canonical ? 'c' : 'j';
+    if (NodePtr shared = memo_regex_terminal(pattern, mode, limits_)) return shared;
     NodePtr n;
     try {
       n = parse_regex(pattern, limits_);
     } catch (const CompileError& e) {
       fail_at(body + e.offset(), "in /regex/: " + e.bare_message());
     }
-    return json ? json_string_content(n, limits_, *json) : n;
+    if (json) n = json_string_content(n, limits_, *json);
+    memo_put_regex_terminal(pattern, mode, limits_, n);
+    return n;
   }
 
   // Flags: letters right after a regex terminal's closing `/`. Each makes the regex describe

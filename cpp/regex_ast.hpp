@@ -72,6 +72,12 @@ struct Node {
   // the tree. Nodes shared by every compile (the JSON spellings of a class) are keyed once per
   // process instead of once per compile. Valid only in the generation it names.
   mutable std::atomic<std::uint64_t> structural_id{0};
+  // Facts about the subtree the lowering asks of every node on its way down (grammar_lower.cpp
+  // tree_info): its NFA size estimate and whether it is regular / holds an `&` or `-`. A cache
+  // computed from the subtree alone, so shared trees (regex_memo.hpp) keep it across compiles.
+  // tree_flags is 0 until set; written after tree_size (release), read before it (acquire).
+  mutable std::atomic<std::uint64_t> tree_size{0};
+  mutable std::atomic<std::uint8_t> tree_flags{0};
 };
 
 NodePtr make_empty(std::size_t pos = 0);

@@ -23,6 +23,7 @@
 #include "compile_times.hpp"
 #include "json_string.hpp"
 #include "matcher.hpp"
+#include "regex_memo.hpp"
 #include "snapshot.hpp"
 
 namespace nb = nanobind;
@@ -377,8 +378,9 @@ NB_MODULE(_core, m) {
         []() {
           clear_automaton_memo();
           clear_json_string_memo();
+          clear_regex_memo();
         },
-        "Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a "
+        "Forget the engine's process-wide automaton, JSON-spelling and regex-terminal memos (benchmarks of a "
         "process's first compile; the per-vocabulary mask pool stays).");
   m.def("automaton_memo_stats",
         []() {
