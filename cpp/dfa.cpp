@@ -168,6 +168,25 @@ class Expander {
 
 // A byte-level automaton before it becomes a Dfa: edges of state s are
 // all[first[s] .. first[s + 1]), sorted by byte and disjoint.
+// A set of cut positions 0..256 over the bytes (assemble's runs of equal labels), with the
+// next cut after a byte found by a bit scan. 256 is always a cut.
+class ByteCuts {
+ public:
+  ByteCuts() { set(0), set(256); }
+  void set(int b) { bits_[static_cast<std::size_t>(b) >> 6] |= std::uint64_t{1} << (b & 63); }
+  // The smallest cut above b (0 <= b <= 255): at most 256.
+  int next_after(int b) const {
+    const int i = b + 1;
+    std::size_t w = static_cast<std::size_t>(i) >> 6;
+    std::uint64_t m = bits_[w] & (~std::uint64_t{0} << (i & 63));
+    while (m == 0) m = bits_[++w];
+    return static_cast<int>(w * 64) + __builtin_ctzll(m);
+  }
+
+ private:
+  std::array<std::uint64_t, 5> bits_{};
+};
+
 struct EdgeTable {
   std::vector<std::uint32_t> first{0};
   std::vector<Edge> all;
@@ -413,12 +432,24 @@ class DfaBuilder {
     const std::size_t table_size = std::min<std::size_t>(kCompactAt + 257, width + 2);
     std::vector<std::uint32_t> stamp(table_size, 0), to_of(table_size, 0), new_of(table_size, 0);
     std::vector<std::pair<std::uint64_t, std::uint32_t>> overflow;  // (old<<32|to) -> new
+    // Runs: every byte between two consecutive cuts has one label (every edge's lo and hi + 1
+    // is a cut, and a run is only ever relabelled whole), so each edge is refined run by run
+    // rather than byte by byte — a JSON string's edges span over two hundred bytes in a few
+    // runs. Byte 256 is a cut, as a sentinel.
+    ByteCuts cuts;
+    constexpr int kWideEdge = 24;  // edges spanning more bytes go run by run
     for (std::size_t s = 0; s < n; ++s) {
       overflow.clear();
       const auto tag = static_cast<std::uint32_t>(s + 1);
       for (const Edge* e = edges.begin(s); e != edges.end(s); ++e) {
         const auto to = static_cast<std::uint32_t>(e->to);
-        for (int b = e->lo; b <= e->hi; ++b) {
+        cuts.set(e->lo);
+        cuts.set(e->hi + 1);
+        const bool wide = e->hi - e->lo >= kWideEdge;
+        for (int b = e->lo; b <= e->hi;) {
+          // (hi + 1 is a cut: end <= hi + 1; a narrow edge goes byte by byte, which is cheaper
+          // than finding its runs and keeps them whole all the same)
+          const int end = wide ? cuts.next_after(b) : b + 1;
           const std::uint32_t old = label[static_cast<std::size_t>(b)];
           std::uint32_t nl;
           if (stamp[old] != tag) {
@@ -432,7 +463,11 @@ class DfaBuilder {
               if (o.first == key) nl = o.second;
             if (nl == 0) overflow.emplace_back(key, nl = next_label++);
           }
-          label[static_cast<std::size_t>(b)] = nl;
+          if (wide)
+            std::fill(label.begin() + b, label.begin() + end, nl);
+          else
+            label[static_cast<std::size_t>(b)] = nl;
+          b = end;
         }
       }
       if (next_label > kCompactAt) {  // at most 256 labels are alive: renumber them 0..k-1
@@ -462,7 +497,8 @@ class DfaBuilder {
     dfa.table_.assign(n * nc, Dfa::kDead);
     for (std::size_t s = 0; s < n; ++s)
       for (const Edge* e = edges.begin(s); e != edges.end(s); ++e)
-        for (int b = e->lo; b <= e->hi; ++b) dfa.table_[s * nc + dfa.classes_[static_cast<std::size_t>(b)]] = e->to;
+        for (int b = e->lo; b <= e->hi; b = e->hi - e->lo >= kWideEdge ? cuts.next_after(b) : b + 1)
+          dfa.table_[s * nc + dfa.classes_[static_cast<std::size_t>(b)]] = e->to;  // (a class per run)
     dfa.accepting_ = std::move(acc);
     dfa.start_ = start;
   }

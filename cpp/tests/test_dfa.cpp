@@ -180,6 +180,34 @@ TEST(dfa_byte_classes) {
   EXPECT(d.memory_bytes() > 0);
 }
 
+TEST(dfa_byte_classes_are_the_coarsest_partition) {
+  // Two bytes share a class exactly when every state sends them to the same state. Patterns
+  // with wide edges split by narrow ones (the assembly refines wide edges run by run, narrow
+  // ones byte by byte) and multi-byte UTF-8 ranges.
+  const std::vector<std::string> patterns = {
+      "[^\"\\\\]*\"",
+      "[\\x00-\\x7f]{0,3}x|[a-z]+[0-9]|[^a-m]{2}",
+      "(?:[^a]|a[^b])*",
+      "[\\u0100-\\uffff]+|[\\u00e0-\\u00ff]{2}z",
+      "(?:[ -~]|\\\\[nrt\"])*\"|[0-9A-Fa-f]{4}",
+      "[b-y]+|c[^d]|[a-z0-9_]{1,5}[A-Z]",
+  };
+  for (const std::string& p : patterns) {
+    const Dfa d = compile_pattern(p);
+    check_structure(d, p);
+    for (int a = 0; a < 256; ++a)
+      for (int b = a + 1; b < 256; ++b) {
+        bool same = true;
+        for (std::uint32_t s = 0; s < d.num_states() && same; ++s)
+          same = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(a)) ==
+                 d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
+        if (same != (d.byte_class(static_cast<std::uint8_t>(a)) == d.byte_class(static_cast<std::uint8_t>(b))))
+          throw corral_test::Failure{"byte classes of " + p + " are not the coarsest partition at bytes " +
+                                     std::to_string(a) + ", " + std::to_string(b)};
+      }
+  }
+}
+
 TEST(dfa_state_limits) {
   // 2^13 states fit under the default max_dfa_states (20000) ...
   const Dfa d = compile_pattern("(a|b)*a(a|b){12}");
