@@ -10,6 +10,10 @@
 //      half of the parse stage of a compile; about half of a sample's regexes (a third of their
 //      bytes) were seen before in the process. A shared tree also keeps its cached structural
 //      id (automaton_memo.hpp) and tree facts, so the lowering does not redo them either.
+// Size: the trees take some tens of bytes per pattern byte (a key name's tree is one node over
+//      the shared spellings of its characters); patterns over 4 KB (the "none of these keys"
+//      regexes of big objects) were never met twice in a 1,000-schema sample, so they are not
+//      kept, and 256 KB of pattern text holds what was met again.
 // Invariants: an entry is exactly the tree its text and mode parse to. It is reused only under
 //      limits at least as large as those it was built under: the regex parse and the JSON
 //      spelling fail only on max_nfa_states and max_nesting, and where they succeed under a
@@ -28,8 +32,8 @@
 
 namespace corral {
 
-constexpr std::size_t kRegexMemoMaxPattern = std::size_t{16} << 10;
-constexpr std::size_t kRegexMemoBytes = std::size_t{1} << 20;
+constexpr std::size_t kRegexMemoMaxPattern = std::size_t{4} << 10;
+constexpr std::size_t kRegexMemoBytes = std::size_t{256} << 10;
 constexpr std::size_t kRegexMemoEntries = 16384;
 
 /// The tree stored for (`pattern`, `mode`) under limits covered by `limits`, or null.
