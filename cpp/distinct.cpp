@@ -6,6 +6,7 @@
 
 #include "earley.hpp"
 #include "errors.hpp"
+#include "item_values.hpp"
 #include "vocab.hpp"
 
 namespace corral {
@@ -353,6 +354,30 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
         }
     }
   }
+  // Items with finitely many values somewhere (item_values.hpp): their dead prefixes. A token
+  // may enter one after opening the item itself (`"a` when "a" and "b" are held and the item is
+  // ^[ab]$, or ` "-`): such a token holds a quote, which closes the item terminal from some
+  // state into a state that reads nothing more (analyse_item_values checks that), so it is
+  // among one_ already. Tokens that go on from an open item's state are found per step by a
+  // walk of the vocabulary (dead_prefix_tokens).
+  table_.assign(g.terminals.size(), nullptr);
+  for (const KeyedGroup& kg : g.keyed) {
+    if (!kg.distinct()) continue;
+    const std::uint32_t small = kg.max_count == 0 ? kMaxDistinctItems : kg.max_count - 1;
+    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(kg.value_nt)]) {
+      const auto pr = static_cast<std::uint32_t>(prod);
+      const Symbol only = g.rhs_flat[g.rhs_begin[pr]];
+      if (g.rhs_len(pr) != 1 || !only.is_terminal() || g.terminals[static_cast<std::size_t>(only.index())].is_token)
+        continue;
+      const auto ti = static_cast<std::size_t>(only.index());
+      if (table_[ti] != nullptr && table_[ti]->small >= small) continue;
+      auto iv = std::make_unique<ItemValues>(analyse_item_values(*dfas[only.index()], kMaxDistinctItems + 1, small));
+      if (!iv->ok || !iv->finite_somewhere) continue;
+      table_[ti] = iv.get();
+      owned_.push_back(std::move(iv));
+      counted_ = true;
+    }
+  }
   for (std::uint32_t t = 0; t < vocab.size(); ++t) {
     const auto id = static_cast<std::int32_t>(t);
     if (vocab.is_special(id)) continue;
@@ -381,12 +406,26 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
   } else {
     for (const ValueSets::Entry& e : p.values().entries) remembered = remembered || e.value.known();
   }
-  const std::vector<std::int32_t>& cands = remembered ? one_ : two_;
+  // With items of finitely many values, a token that closes one item may open the next in a
+  // dead prefix: every token with a close or an opening quote is a candidate (one_), and so
+  // are those that take an open item to a dead prefix (dead_prefix_tokens).
+  const std::vector<std::int32_t>& base = remembered || counted_ ? one_ : two_;
+  std::vector<std::int32_t> extra;
+  if (counted_ && remembered) {
+    for (std::size_t i = p.cur_begin(); i < p.cur_end(); ++i) {
+      const Item& it = p.item(i);
+      const std::int32_t t = p.scanning_terminal(it);
+      if (t < 0 || it.dstate < 0 || table_[static_cast<std::size_t>(t)] == nullptr) continue;
+      if (p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)] < 0) continue;
+      dead_prefix_tokens(p, it, t, vocab, row, extra);
+    }
+  }
   const bool was = p.check_values();
   p.set_check_values(true);
   const std::size_t mark = p.num_sets();
   const std::size_t vs = p.values().size();
-  for (std::int32_t t : cands) {
+  for (std::size_t k = 0; k < base.size() + extra.size(); ++k) {
+    const std::int32_t t = k < base.size() ? base[k] : extra[k - base.size()];
     if (!(row[static_cast<std::size_t>(t) >> 5] >> (t & 31) & 1u)) continue;
     bool ok = true;
     try {
@@ -406,6 +445,55 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
     if (!ok) row[static_cast<std::size_t>(t) >> 5] &= ~(1u << (t & 31));
   }
   p.set_check_values(was);
+}
+
+}  // namespace corral
+
+namespace corral {
+
+void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std::int32_t t, const Vocabulary& vocab,
+                                            const std::uint32_t* row, std::vector<std::int32_t>& out) const {
+  // A walk of the vocabulary trie from the item's state, into the subtrees that hold a token
+  // long enough to reach a state that may be a dead prefix (ItemValues::dist); a token ending
+  // in such a state is checked directly (prefix_dead) and, when it is dead for this item, kept
+  // for the replay, which asks the whole parser.
+  const ItemValues& iv = *table_[static_cast<std::size_t>(t)];
+  const Dfa& d = p.dfas()[t][0];
+  std::vector<std::uint32_t> sets;
+  p.waiting_value_sets(it, sets);
+  std::uint32_t held = 0;
+  for (std::uint32_t s : sets) held = std::max(held, p.values().count(s));
+  if (held == 0) return;
+  std::string text;
+  if (!p.item_text(it.origin, text)) return;
+  const std::size_t base = text.size();
+  const TokenTrie& trie = vocab.trie();
+  struct Frame {
+    std::uint32_t node;
+    std::int32_t state;
+  };
+  std::vector<Frame> stack{{0, it.dstate}};
+  while (!stack.empty()) {
+    const Frame f = stack.back();
+    stack.pop_back();
+    const std::uint32_t depth = trie.depth(f.node);
+    text.resize(base + depth);
+    if (depth > 0) text[base + depth - 1] = static_cast<char>(trie.byte(f.node));
+    if (depth > 0 && trie.tokens_begin(f.node) != trie.tokens_end(f.node) && iv.maybe_dead(f.state, held)) {
+      bool any = false;
+      for (const std::int32_t* k = trie.tokens_begin(f.node); k != trie.tokens_end(f.node) && !any; ++k)
+        any = (row[static_cast<std::size_t>(*k) >> 5] >> (*k & 31) & 1u) != 0;
+      if (any && prefix_dead(d, iv, f.state, text, p.values(), sets))
+        out.insert(out.end(), trie.tokens_begin(f.node), trie.tokens_end(f.node));
+    }
+    for (std::uint32_t c = f.node + 1; c < trie.subtree_end(f.node); c = trie.subtree_end(c)) {
+      const std::int32_t s = d.next(f.state, trie.byte(c));
+      if (s < 0 || iv.closed(s)) continue;  // (a close: one_)
+      const std::uint32_t reach = trie.max_token_depth(c);
+      if (reach < trie.depth(c) || reach - trie.depth(c) < iv.dist[static_cast<std::size_t>(s)]) continue;
+      stack.push_back({c, s});
+    }
+  }
 }
 
 }  // namespace corral

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -51,6 +52,8 @@ namespace corral {
 
 class EarleyParser;
 class Vocabulary;
+struct Item;
+struct ItemValues;
 
 /// 128-bit hash of one item's canonical value; {0, 0} is "unknown" (never equal to another).
 struct ValueHash {
@@ -133,11 +136,22 @@ class DistinctCorrection {
   /// Clear from `row` every allowed token the parser (in checking mode) refuses.
   /// Read-only: one correction is shared by a matcher's copies, which may run on several threads.
   void apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const;
+  /// Per terminal, the value counts of the groups' items with finitely many values somewhere
+  /// (item_values.hpp; null for the others): the parser's table (EarleyParser::set_item_values).
+  const std::vector<const ItemValues*>& item_values() const { return table_; }
 
  private:
+  // Tokens a dead item prefix could refuse, for an open item in `state` of `d` whose group holds
+  // `held` values (text: the item's text so far), appended to `out` when allowed in `row`.
+  void dead_prefix_tokens(EarleyParser& p, const Item& it, std::int32_t t, const Vocabulary& vocab,
+                          const std::uint32_t* row, std::vector<std::int32_t>& out) const;
+
   std::vector<std::int32_t> one_;  // tokens with at least one place a close could be refused
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
   bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
+  std::vector<std::unique_ptr<ItemValues>> owned_;
+  std::vector<const ItemValues*> table_;  // per terminal (see item_values())
+  bool counted_ = false;                  // some item has finitely many values somewhere
 };
 
 }  // namespace corral
