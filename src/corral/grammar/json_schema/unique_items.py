@@ -79,8 +79,12 @@ CAPPED_AT = "capped at {cap} items (max_unique_items): the mask closes the array
 MAX_REMEMBERED_ITEMS = 256
 # Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
 _FREE_STRING = frozenset({"type", "minLength"})
-# ... of a string whose pattern/format the engine proves open-ended (open_string_item).
+# ... of a string whose pattern/format the engine proves open-ended (open_string_item), or
+# whose values the engine counts (bounded_string_item).
 _OPEN_STRING = frozenset({"type", "minLength", "pattern", "format"})
+_BOUNDED_STRING = _OPEN_STRING | {"maxLength"}
+# probe_item_values' cap: that many values or more (cpp/item_values.hpp).
+_MANY_VALUES = 4097
 # ... of an integer (lower bounds at or above 0 only: no prefix then has finitely many values).
 _FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
 # Bounded integer ranges wider than this are not enumerated.
@@ -290,10 +294,11 @@ class UniqueItemsMixin(ConverterCore):
             f"{n} distinct item values, kept by the matcher",
         )  # fmt: skip
 
-    def distinct_item(self, items: Any, where: str) -> tuple[str, str] | None:
-        """The item rule of a distinct group and what its items are, for item schemas from whose
-        every open prefix infinitely many values remain (see the module docstring); None for
-        any other item schema."""
+    def distinct_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
+        """The item rule of a distinct group, what its items are and how many values they have
+        (None: infinitely many), for item schemas from whose every open prefix infinitely many
+        values remain, or strings whose values the engine counts (see the module docstring);
+        None for any other item schema."""
         s = self.deref(items, where)
         if not isinstance(s, dict):
             return None
@@ -305,9 +310,13 @@ class UniqueItemsMixin(ConverterCore):
             n = s.get("minLength", 0)
             if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.opt.max_counted_length:
                 return None
-            return self.child_rule(items, where), "free strings"
+            return self.child_rule(items, where), "free strings", None
         if kind == "string" and keys <= _OPEN_STRING:
-            return self.open_string_item(items, where)
+            found = self.open_string_item(items, where)
+            if found is not None:
+                return (*found, None)
+        if kind == "string" and keys <= _BOUNDED_STRING:
+            return self.bounded_string_item(items, where)
         if kind == "integer" and keys <= _FREE_INTEGER:
             # A lower bound at or above 0 keeps every prefix open-ended (digits can always be
             # appended); a negative one or an upper bound makes prefixes like "-1" finite.
@@ -315,7 +324,7 @@ class UniqueItemsMixin(ConverterCore):
                 b = s[k]
                 if isinstance(b, bool) or not isinstance(b, (int, float)) or not (0 <= b < math.inf):
                     return None
-            return self.child_rule(items, where), "integers"
+            return self.child_rule(items, where), "integers", None
         return None
 
     def open_string_item(self, items: Any, where: str) -> tuple[str, str] | None:
@@ -344,19 +353,52 @@ class UniqueItemsMixin(ConverterCore):
             return None
         return item, "strings with infinitely many continuations after every prefix"
 
+    def bounded_string_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
+        """A string item with ``maxLength`` or a ``pattern``/``format`` the probe did not prove
+        open-ended: the item rule, what its items are and how many values it has (None: more
+        than the engine counts), when the engine can count the values after every prefix of its
+        automaton (``probe_item_values``: a quoted JSON string terminal, cpp/item_values.hpp) -
+        the matcher then refuses the prefixes whose every value the array holds; None
+        otherwise (the attempt leaves no trace)."""
+        from corral import _native
+
+        saved = self.snapshot()
+        item = self.child_rule(items, where)
+        body = self.rules.get(item, "")
+        try:
+            n = _native.probe_item_values(body, self.opt.max_product_states, {}) if body else -1
+        except corral_errors.CompileError:
+            n = -1
+        if n < 1:
+            self.restore(saved)
+            return None
+        what = "strings with finitely many values after some prefix (the matcher counts them)"
+        return item, what, (n if n < _MANY_VALUES else None)
+
     def distinct_array(
         self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
     ) -> str | None:
-        """The array as a distinct group when its items are free values (distinct_item): exact
-        when maxItems is at most ``max_unique_items``, else capped there; None otherwise (also
-        when minItems is over the cap)."""
+        """The array as a distinct group when its items are free values or counted strings
+        (distinct_item): exact when maxItems is at most ``max_unique_items`` (or the items
+        have at most that many values), else capped there; None otherwise (also when minItems
+        is over the cap). Raises _NoValue when minItems needs more distinct values than the
+        items have."""
         cap = self.opt.max_unique_items
         if hi == 0 or cap == 0 or lo > cap:
             return None
         found = self.distinct_item(items, _ptr(pointer, "items"))
         if found is None:
             return None
-        item, what = found
+        item, what, values = found
+        if values is not None:
+            if lo > values:
+                raise _NoValue(
+                    f"minItems {lo} needs more distinct items than the {values} values the items"
+                    " schema allows",
+                    _ptr(pointer, "uniqueItems"),
+                )
+            if hi is None or hi > values:
+                hi = values  # (every value written: the array can only close)
         detail = f"{what}, kept distinct by the matcher (it remembers each closed item)"
         capped_at = None
         if hi is None or hi > cap:
