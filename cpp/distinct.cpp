@@ -155,13 +155,21 @@ bool json_number_value(std::string_view t, std::string& out) {
 
 }  // namespace
 
-ValueHash value_hash(std::string_view text) {
+ValueHash value_hash(std::string_view text, std::uint32_t* len) {
   std::string v;
   if (!text.empty() && text.front() == '"') {
-    if (json_string_value(text, v)) return hash_tagged('s', v);
+    if (json_string_value(text, v)) {
+      if (len != nullptr) *len = static_cast<std::uint32_t>(v.size());
+      return hash_tagged('s', v);
+    }
+    v.clear();
   } else if (!text.empty() && (text.front() == '-' || (text.front() >= '0' && text.front() <= '9'))) {
-    if (json_number_value(text, v)) return hash_tagged('n', v);
+    if (json_number_value(text, v)) {
+      if (len != nullptr) *len = static_cast<std::uint32_t>(v.size());
+      return hash_tagged('n', v);
+    }
   }
+  if (len != nullptr) *len = static_cast<std::uint32_t>(text.size());
   return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
 }
 
@@ -237,12 +245,12 @@ bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   return memo_.count(v) != 0;
 }
 
-std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v) {
+std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v, std::uint32_t len) {
   // The newest entries are the likeliest twins (one completion advancing several items).
   const std::size_t n = entries.size();
   for (std::size_t k = n; k > 1 && k + 8 > n; --k)
     if (entries[k - 1].parent == set && entries[k - 1].value == v) return static_cast<std::uint32_t>(k - 1);
-  entries.push_back(Entry{set, entries[set].count + 1, v});
+  entries.push_back(Entry{set, entries[set].count + 1, v, std::max(entries[set].max_len, len)});
   return static_cast<std::uint32_t>(n);
 }
 
@@ -461,18 +469,31 @@ void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std
   const Dfa& d = p.dfas()[t][0];
   std::vector<std::uint32_t> sets;
   p.waiting_value_sets(it, sets);
-  std::uint32_t held = 0;
-  for (std::uint32_t s : sets) held = std::max(held, p.values().count(s));
+  std::uint32_t held = 0, longest = 0;
+  for (std::uint32_t s : sets) {
+    held = std::max(held, p.values().count(s));
+    longest = std::max(longest, p.values().max_len(s));
+  }
   if (held == 0) return;
   std::string text;
   if (!p.item_text(it.origin, text)) return;
+  // A dead prefix's value is the prefix of a held value: no longer than the longest one held.
+  // `len`: a lower bound of the value's length so far (ItemValues::adds), which only grows.
+  std::uint32_t len0 = 0;
+  for (std::int32_t s = d.start(), k = 0; k < static_cast<std::int32_t>(text.size()) && s >= 0; ++k) {
+    const std::int32_t n = d.next(s, static_cast<std::uint8_t>(text[static_cast<std::size_t>(k)]));
+    if (n >= 0) len0 += iv.adds(s, n);
+    s = n;
+  }
+  if (len0 > longest) return;
   const std::size_t base = text.size();
   const TokenTrie& trie = vocab.trie();
   struct Frame {
     std::uint32_t node;
     std::int32_t state;
+    std::uint32_t len;
   };
-  std::vector<Frame> stack{{0, it.dstate}};
+  std::vector<Frame> stack{{0, it.dstate, len0}};
   while (!stack.empty()) {
     const Frame f = stack.back();
     stack.pop_back();
@@ -491,7 +512,9 @@ void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std
       if (s < 0 || iv.closed(s)) continue;  // (a close: one_)
       const std::uint32_t reach = trie.max_token_depth(c);
       if (reach < trie.depth(c) || reach - trie.depth(c) < iv.dist[static_cast<std::size_t>(s)]) continue;
-      stack.push_back({c, s});
+      const std::uint32_t len = f.len + iv.adds(f.state, s);
+      if (len > longest) continue;
+      stack.push_back({c, s, len});
     }
   }
 }

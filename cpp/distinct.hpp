@@ -62,8 +62,9 @@ struct ValueHash {
   bool operator==(const ValueHash& o) const { return h1 == o.h1 && h2 == o.h2; }
 };
 
-/// The canonical value of one item's text (see the header comment for what compares equal).
-ValueHash value_hash(std::string_view text);
+/// The canonical value of one item's text (see the header comment for what compares equal);
+/// `len` (optional): the length in bytes of what was hashed (a string's UTF-8 after unescaping).
+ValueHash value_hash(std::string_view text, std::uint32_t* len = nullptr);
 
 /// The parser's memory of distinct groups: persistent sets of value hashes (id 0: the empty
 /// set), each an existing set plus one value. Ids stay valid until truncate()/clear().
@@ -71,6 +72,7 @@ struct ValueSets {
   struct Entry {
     std::uint32_t parent = 0, count = 0;
     ValueHash value;
+    std::uint32_t max_len = 0;  // the longest value of the set (value_hash's len; item_values.hpp)
   };
   std::vector<Entry> entries{Entry{}};
 
@@ -89,8 +91,9 @@ struct ValueSets {
   /// and then answers in O(1) while it is the set asked about (a mask's correction asks about
   /// the same open array for every token it replays).
   bool has(std::uint32_t set, const ValueHash& v) const;
-  /// set + {v} (v may be unknown: counted, never matched).
-  std::uint32_t with(std::uint32_t set, const ValueHash& v);
+  /// set + {v} (v may be unknown: counted, never matched); `len`: v's length (value_hash).
+  std::uint32_t with(std::uint32_t set, const ValueHash& v, std::uint32_t len = 0);
+  std::uint32_t max_len(std::uint32_t set) const { return entries[set].max_len; }
   /// What parser-state signatures hash: the count only (masks are computed with checking off).
   std::uint64_t signature(std::uint32_t set) const;
 

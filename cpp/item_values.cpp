@@ -100,6 +100,12 @@ std::uint32_t add_capped(std::uint32_t a, std::uint64_t b, std::uint32_t cap) {
 
 bool ItemValues::closed(std::int32_t state) const { return ctx[static_cast<std::size_t>(state)] == kEnd; }
 
+std::uint32_t ItemValues::adds(std::int32_t from, std::int32_t to) const {
+  const std::uint8_t a = ctx[static_cast<std::size_t>(from)], b = ctx[static_cast<std::size_t>(to)];
+  if (raw_context(a)) return raw_context(b) ? 1 : 0;  // (`\` starts an escape; `"` closes)
+  return a != kOpen && b == kB ? 1 : 0;
+}
+
 ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t small) {
   ItemValues iv;
   iv.cap = cap;
@@ -261,7 +267,9 @@ struct Enumerator {
     if (iv.count[static_cast<std::size_t>(s)] > held) return false;
     if (c == kB) {
       const std::int32_t q = d.next(s, '"');
-      if (q >= 0 && d.accepting(q) && !held_value()) return false;
+      const bool closes = q >= 0 && d.accepting(q);
+      if (closes && !held_value()) return false;
+      if (closes && iv.count[static_cast<std::size_t>(s)] == 1) return true;  // (its only value)
       for (const std::string& esc : canonical_escapes()) {
         const std::int32_t t = walk(d, s, esc);
         if (t >= 0 && !sub(t, esc)) return false;

@@ -56,6 +56,9 @@ struct ItemValues {
   }
   /// Is `state` the closed item (after the closing quote)?
   bool closed(std::int32_t state) const;
+  /// Bytes a step from `from` to `to` adds to the value's length, at least: 1 for a raw
+  /// byte, 1 for the end of an escape (which spells 1 to 4 bytes), else 0.
+  std::uint32_t adds(std::int32_t from, std::int32_t to) const;
 };
 
 /// The analysis (see the header comment); `small`: the most values a group using the item may
