@@ -155,11 +155,12 @@ bool json_number_value(std::string_view t, std::string& out) {
 
 }  // namespace
 
-ValueHash value_hash(std::string_view text, std::uint32_t* len) {
+ValueHash value_hash(std::string_view text, std::uint32_t* len, std::string* decoded) {
   std::string v;
   if (!text.empty() && text.front() == '"') {
     if (json_string_value(text, v)) {
       if (len != nullptr) *len = static_cast<std::uint32_t>(v.size());
+      if (decoded != nullptr) decoded->append(v);
       return hash_tagged('s', v);
     }
     v.clear();
@@ -245,12 +246,14 @@ bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   return memo_.count(v) != 0;
 }
 
-std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v, std::uint32_t len) {
+std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v, std::uint32_t len, std::string_view text) {
   // The newest entries are the likeliest twins (one completion advancing several items).
   const std::size_t n = entries.size();
   for (std::size_t k = n; k > 1 && k + 8 > n; --k)
     if (entries[k - 1].parent == set && entries[k - 1].value == v) return static_cast<std::uint32_t>(k - 1);
-  entries.push_back(Entry{set, entries[set].count + 1, v, std::max(entries[set].max_len, len)});
+  texts_.append(text);
+  entries.push_back(Entry{set, entries[set].count + 1, v, std::max(entries[set].max_len, len),
+                          static_cast<std::uint32_t>(texts_.size())});
   return static_cast<std::uint32_t>(n);
 }
 
@@ -461,39 +464,77 @@ namespace corral {
 
 void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std::int32_t t, const Vocabulary& vocab,
                                             const std::uint32_t* row, std::vector<std::int32_t>& out) const {
-  // A walk of the vocabulary trie from the item's state, into the subtrees that hold a token
-  // long enough to reach a state that may be a dead prefix (ItemValues::dist); a token ending
-  // in such a state is checked directly (prefix_dead) and, when it is dead for this item, kept
+  // A walk of the vocabulary trie from the item's state. A dead prefix's value begins some held
+  // value, so the walk follows only bytes that keep the item's decoded text so far a prefix of
+  // one of the values the (first) group holds: their texts, sorted, narrowed to a range per
+  // byte (an escape narrows it when it ends). It also skips the subtrees with no token long
+  // enough to reach a state that may be a dead prefix (ItemValues::dist). A token ending in
+  // such a state is checked directly (prefix_dead) and, when it is dead for this item, kept
   // for the replay, which asks the whole parser.
   const ItemValues& iv = *table_[static_cast<std::size_t>(t)];
-  const Dfa& d = p.dfas()[t][0];
+  const Dfa& d = *p.dfas()[t];
   std::vector<std::uint32_t> sets;
   p.waiting_value_sets(it, sets);
-  std::uint32_t held = 0, longest = 0;
-  for (std::uint32_t s : sets) {
-    held = std::max(held, p.values().count(s));
-    longest = std::max(longest, p.values().max_len(s));
-  }
+  std::uint32_t held = 0;
+  for (std::uint32_t s : sets) held = std::max(held, p.values().count(s));
   if (held == 0) return;
   std::string text;
   if (!p.item_text(it.origin, text)) return;
-  // A dead prefix's value is the prefix of a held value: no longer than the longest one held.
-  // `len`: a lower bound of the value's length so far (ItemValues::adds), which only grows.
-  std::uint32_t len0 = 0;
-  for (std::int32_t s = d.start(), k = 0; k < static_cast<std::int32_t>(text.size()) && s >= 0; ++k) {
-    const std::int32_t n = d.next(s, static_cast<std::uint8_t>(text[static_cast<std::size_t>(k)]));
-    if (n >= 0) len0 += iv.adds(s, n);
-    s = n;
+  std::vector<std::string_view> vals;
+  for (std::uint32_t e = sets[0]; e != 0; e = p.values().entries[e].parent) vals.push_back(p.values().text(e));
+  std::sort(vals.begin(), vals.end());
+  // The decoded text so far, and where an unfinished escape begins (npos: none).
+  std::string dec;
+  std::size_t esc = std::string::npos;
+  auto decode_escape = [&](std::string_view spelled, std::string& into) {
+    std::string q = "\"";
+    q.append(spelled);
+    q.push_back('"');
+    return json_string_value(q, into);
+  };
+  std::int32_t st = d.start();
+  for (std::size_t k = 0; k < text.size() && st >= 0; ++k) {
+    const std::int32_t n = d.next(st, static_cast<std::uint8_t>(text[k]));
+    if (n < 0) return;
+    if (iv.adds(st, n) == 1 && esc == std::string::npos) {
+      dec.push_back(text[k]);
+    } else if (iv.adds(st, n) == 1) {
+      if (!decode_escape(std::string_view(text).substr(esc, k + 1 - esc), dec)) return;
+      esc = std::string::npos;
+    } else if (k > 0 && esc == std::string::npos && text[k] == '\\') {
+      esc = k;
+    }
+    st = n;
   }
-  if (len0 > longest) return;
+  // The held values that begin with `dec`, narrowed by `byte` at position `at`.
+  struct Range {
+    std::uint32_t lo, hi;
+  };
+  auto narrow = [&](Range r, std::size_t at, char byte) {
+    auto first = std::lower_bound(vals.begin() + r.lo, vals.begin() + r.hi, byte, [&](std::string_view v, char b) {
+      return v.size() <= at || static_cast<std::uint8_t>(v[at]) < static_cast<std::uint8_t>(b);
+    });
+    auto last = std::upper_bound(first, vals.begin() + r.hi, byte, [&](char b, std::string_view v) {
+      return static_cast<std::uint8_t>(b) < static_cast<std::uint8_t>(v[at]);
+    });
+    return Range{static_cast<std::uint32_t>(first - vals.begin()), static_cast<std::uint32_t>(last - vals.begin())};
+  };
+  Range all{0, static_cast<std::uint32_t>(vals.size())};
+  for (std::size_t k = 0; k < dec.size() && all.lo < all.hi; ++k) all = narrow(all, k, dec[k]);
+  if (all.lo >= all.hi) return;
   const std::size_t base = text.size();
   const TokenTrie& trie = vocab.trie();
   struct Frame {
     std::uint32_t node;
     std::int32_t state;
-    std::uint32_t len;
+    Range range;
+    std::uint32_t at;   // decoded bytes matched
+    std::uint32_t esc;  // where an unfinished escape begins in `text` (UINT32_MAX: none)
   };
-  std::vector<Frame> stack{{0, it.dstate, len0}};
+  const auto no_esc = std::numeric_limits<std::uint32_t>::max();
+  std::vector<Frame> stack{{0, it.dstate, all, static_cast<std::uint32_t>(dec.size()),
+                            esc == std::string::npos ? no_esc : static_cast<std::uint32_t>(esc)}};
+  std::string one;
   while (!stack.empty()) {
     const Frame f = stack.back();
     stack.pop_back();
@@ -512,9 +553,26 @@ void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std
       if (s < 0 || iv.closed(s)) continue;  // (a close: one_)
       const std::uint32_t reach = trie.max_token_depth(c);
       if (reach < trie.depth(c) || reach - trie.depth(c) < iv.dist[static_cast<std::size_t>(s)]) continue;
-      const std::uint32_t len = f.len + iv.adds(f.state, s);
-      if (len > longest) continue;
-      stack.push_back({c, s, len});
+      Frame next{c, s, f.range, f.at, f.esc};
+      const char byte = static_cast<char>(trie.byte(c));
+      if (iv.adds(f.state, s) == 1 && f.esc == no_esc) {  // a raw byte: one decoded byte
+        next.range = narrow(f.range, f.at, byte);
+        ++next.at;
+      } else if (iv.adds(f.state, s) == 1) {  // an escape ends here
+        text.resize(base + trie.depth(c));
+        text[base + trie.depth(c) - 1] = byte;
+        one.clear();
+        if (!decode_escape(std::string_view(text).substr(f.esc), one)) continue;
+        for (char b : one) {
+          if (next.range.lo >= next.range.hi) break;
+          next.range = narrow(next.range, next.at++, b);
+        }
+        next.esc = no_esc;
+      } else if (f.esc == no_esc && byte == '\\') {
+        next.esc = static_cast<std::uint32_t>(base + trie.depth(c) - 1);
+      }
+      if (next.range.lo >= next.range.hi) continue;  // begins no held value
+      stack.push_back(next);
     }
   }
 }

@@ -64,7 +64,8 @@ struct ValueHash {
 
 /// The canonical value of one item's text (see the header comment for what compares equal);
 /// `len` (optional): the length in bytes of what was hashed (a string's UTF-8 after unescaping).
-ValueHash value_hash(std::string_view text, std::uint32_t* len = nullptr);
+/// `decoded` (optional): what was hashed (a string's UTF-8 after unescaping), appended.
+ValueHash value_hash(std::string_view text, std::uint32_t* len = nullptr, std::string* decoded = nullptr);
 
 /// The parser's memory of distinct groups: persistent sets of value hashes (id 0: the empty
 /// set), each an existing set plus one value. Ids stay valid until truncate()/clear().
@@ -73,17 +74,20 @@ struct ValueSets {
     std::uint32_t parent = 0, count = 0;
     ValueHash value;
     std::uint32_t max_len = 0;  // the longest value of the set (value_hash's len; item_values.hpp)
+    std::uint32_t text_end = 0;  // texts_ holds this entry's decoded text up to here (see text())
   };
   std::vector<Entry> entries{Entry{}};
 
   void clear() {
     entries.resize(1);
+    texts_.clear();
     forget();
   }
   std::size_t size() const { return entries.size(); }
   /// Forget the sets created after size() was n (the caller drops every item that names them).
   void truncate(std::size_t n) {
     entries.resize(n);
+    texts_.resize(entries.back().text_end);
     if (memo_set_ >= n) forget();
   }
   std::uint32_t count(std::uint32_t set) const { return entries[set].count; }
@@ -92,8 +96,16 @@ struct ValueSets {
   /// the same open array for every token it replays).
   bool has(std::uint32_t set, const ValueHash& v) const;
   /// set + {v} (v may be unknown: counted, never matched); `len`: v's length (value_hash).
-  std::uint32_t with(std::uint32_t set, const ValueHash& v, std::uint32_t len = 0);
+  /// `text`: v's decoded text, kept for the items whose values are counted (item_values.hpp:
+  /// the dead-prefix walk looks for held values that begin like an open item; at most the
+  /// output's own length).
+  std::uint32_t with(std::uint32_t set, const ValueHash& v, std::uint32_t len = 0, std::string_view text = {});
   std::uint32_t max_len(std::uint32_t set) const { return entries[set].max_len; }
+  /// The decoded text kept for the value entry `e` added (empty when none was kept).
+  std::string_view text(std::uint32_t e) const {
+    const std::uint32_t b = e == 0 ? 0 : entries[e - 1].text_end;
+    return std::string_view(texts_).substr(b, entries[e].text_end - b);
+  }
   /// What parser-state signatures hash: the count only (masks are computed with checking off).
   std::uint64_t signature(std::uint32_t set) const;
 
@@ -106,6 +118,7 @@ struct ValueSets {
     memo_.clear();
   }
   // The values of one large set (memo_set_; 0: none), a cache: sets never change once made.
+  std::string texts_;
   mutable std::uint32_t memo_set_ = 0;
   mutable std::unordered_set<ValueHash, HashOf> memo_;
 };

@@ -122,6 +122,9 @@ DEAD_PREFIXES = [
     (AB, b'["a", "\\', [b"u0061"], [b"u0062", b"u006"]),
     (SHORT, b'["ab", "a', [b"b", b'b"', b"\\u0062"], [b"c", b'"', b"\\u0063"]),
     (SHORT, b'["ab", "\\u0061', [b"b", b"\\u0062"], [b"a", b'"']),
+    # Held values spelled otherwise than the open item (the vocabulary walk decodes both).
+    (SHORT, '["\\u00e9\\u00e9", "é'.encode(), ["é".encode(), b"\\u00e9"], [b"e", b'"']),
+    (SHORT, '["éa", "\\u00e9'.encode(), [b"a", b'a"'], [b"b", b'"']),
     (TWO_CHARS, b'["aa", "ab", "', [], [b"a", b"b"]),
     (TWO_CHARS, b'["aa", "ab", "a', [b"a", b"b", b'a"'], [b'"', b"\\n"]),
     (TWO_CHARS, b'["a", "aa", "ab", "a\\n", "', [b"a", b"\\u0061"], [b"b", b"\\u0062"]),
@@ -145,6 +148,26 @@ def test_dead_prefixes_are_refused_and_the_mask_equals_the_parser(
     for b in accepted:
         assert m.copy().accept_bytes(b), (prefix, b)
     mask_matches_accept(m, llama32)  # the whole vocabulary
+
+
+def test_rollback_and_snapshots_keep_the_values(llama32: corral.Tokenizer) -> None:
+    g = corral.compile_json_schema(SHORT, llama32)
+    m = g.matcher()
+    for t in llama32.encode('["ab", "cd", "'):
+        assert m.accept_token(t)
+    steps = m.num_steps
+    r = g.restore(m.snapshot())
+    for mm in (m, r):
+        assert not mm.copy().accept_bytes(b"ab") and not mm.copy().accept_bytes(b"c\\u0064")
+        assert mm.copy().accept_bytes(b'ac"')
+    assert m.accept_bytes(b'ef", "')
+    assert not m.copy().accept_bytes(b"ef")
+    m.rollback(m.num_steps - steps)
+    assert m.copy().accept_bytes(b"ef") and not m.copy().accept_bytes(b"cd")
+    m.rollback(steps)
+    assert m.accept_bytes(b'["cd", "ab", "')
+    assert not m.copy().accept_bytes(b"ab") and m.copy().accept_bytes(b"ef")
+    mask_matches_accept(m, llama32)
 
 
 def test_an_exhausted_alphabet_closes_the_array(llama32: corral.Tokenizer) -> None:
