@@ -155,22 +155,17 @@ bool json_number_value(std::string_view t, std::string& out) {
 
 }  // namespace
 
-ValueHash value_hash(std::string_view text, std::uint32_t* len, std::string* decoded) {
+ValueHash value_hash(std::string_view text, std::string* decoded) {
   std::string v;
   if (!text.empty() && text.front() == '"') {
     if (json_string_value(text, v)) {
-      if (len != nullptr) *len = static_cast<std::uint32_t>(v.size());
       if (decoded != nullptr) decoded->append(v);
       return hash_tagged('s', v);
     }
     v.clear();
   } else if (!text.empty() && (text.front() == '-' || (text.front() >= '0' && text.front() <= '9'))) {
-    if (json_number_value(text, v)) {
-      if (len != nullptr) *len = static_cast<std::uint32_t>(v.size());
-      return hash_tagged('n', v);
-    }
+    if (json_number_value(text, v)) return hash_tagged('n', v);
   }
-  if (len != nullptr) *len = static_cast<std::uint32_t>(text.size());
   return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
 }
 
@@ -246,14 +241,13 @@ bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   return memo_.count(v) != 0;
 }
 
-std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v, std::uint32_t len, std::string_view text) {
+std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v, std::string_view text) {
   // The newest entries are the likeliest twins (one completion advancing several items).
   const std::size_t n = entries.size();
   for (std::size_t k = n; k > 1 && k + 8 > n; --k)
     if (entries[k - 1].parent == set && entries[k - 1].value == v) return static_cast<std::uint32_t>(k - 1);
   texts_.append(text);
-  entries.push_back(Entry{set, entries[set].count + 1, v, std::max(entries[set].max_len, len),
-                          static_cast<std::uint32_t>(texts_.size())});
+  entries.push_back(Entry{set, entries[set].count + 1, v, static_cast<std::uint32_t>(texts_.size())});
   return static_cast<std::uint32_t>(n);
 }
 

@@ -63,9 +63,8 @@ struct ValueHash {
 };
 
 /// The canonical value of one item's text (see the header comment for what compares equal);
-/// `len` (optional): the length in bytes of what was hashed (a string's UTF-8 after unescaping).
-/// `decoded` (optional): what was hashed (a string's UTF-8 after unescaping), appended.
-ValueHash value_hash(std::string_view text, std::uint32_t* len = nullptr, std::string* decoded = nullptr);
+/// `decoded` (optional): a string's UTF-8 after unescaping, appended.
+ValueHash value_hash(std::string_view text, std::string* decoded = nullptr);
 
 /// The parser's memory of distinct groups: persistent sets of value hashes (id 0: the empty
 /// set), each an existing set plus one value. Ids stay valid until truncate()/clear().
@@ -73,7 +72,6 @@ struct ValueSets {
   struct Entry {
     std::uint32_t parent = 0, count = 0;
     ValueHash value;
-    std::uint32_t max_len = 0;  // the longest value of the set (value_hash's len; item_values.hpp)
     std::uint32_t text_end = 0;  // texts_ holds this entry's decoded text up to here (see text())
   };
   std::vector<Entry> entries{Entry{}};
@@ -95,12 +93,10 @@ struct ValueSets {
   /// and then answers in O(1) while it is the set asked about (a mask's correction asks about
   /// the same open array for every token it replays).
   bool has(std::uint32_t set, const ValueHash& v) const;
-  /// set + {v} (v may be unknown: counted, never matched); `len`: v's length (value_hash).
-  /// `text`: v's decoded text, kept for the items whose values are counted (item_values.hpp:
+  /// set + {v} (v may be unknown: counted, never matched). `text`: v's decoded text, kept for the items whose values are counted (item_values.hpp:
   /// the dead-prefix walk looks for held values that begin like an open item; at most the
   /// output's own length).
-  std::uint32_t with(std::uint32_t set, const ValueHash& v, std::uint32_t len = 0, std::string_view text = {});
-  std::uint32_t max_len(std::uint32_t set) const { return entries[set].max_len; }
+  std::uint32_t with(std::uint32_t set, const ValueHash& v, std::string_view text = {});
   /// The decoded text kept for the value entry `e` added (empty when none was kept).
   std::string_view text(std::uint32_t e) const {
     const std::uint32_t b = e == 0 ? 0 : entries[e - 1].text_end;

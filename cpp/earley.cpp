@@ -176,14 +176,13 @@ bool EarleyParser::close_set() {
       const bool more = !distinct || ((kg->max_count == 0 || have < kg->max_count) && !exhausted(*kg, have));
       const std::int32_t vg = g_->value_group_of[static_cast<std::size_t>(lhs)];
       ValueHash value;
-      std::uint32_t value_len = 0;
       std::string& value_text = scratch_text_;
       value_text.clear();
       // (the decoded text is kept only for items whose values are counted: item_values.hpp)
       const bool keep = vg >= 0 && item_values_ != nullptr && g_->rhs_len(it.prod) == 1 &&
                         g_->rhs_flat[g_->rhs_begin[it.prod]].is_terminal() &&
                         item_values(g_->rhs_flat[g_->rhs_begin[it.prod]].index()) != nullptr;
-      if (vg >= 0 && check_values_) value = item_value(it.origin, &value_len, keep ? &value_text : nullptr);
+      if (vg >= 0 && check_values_) value = item_value(it.origin, keep ? &value_text : nullptr);
       const std::size_t ob = set_start_[it.origin], oe = set_start_[it.origin + 1];
       for (std::size_t j = ob; j < oe; ++j) {
         const Item& p = items_[j];
@@ -200,7 +199,7 @@ bool EarleyParser::close_set() {
               if (values_.count(pc.aux) >= kMaxDistinctItems)
                 throw LimitExceeded("max_distinct_items", values_.count(pc.aux) + 1, kMaxDistinctItems,
                                     "a %distinct group holds too many items to remember");
-              add(pc.prod, pc.dot + 1, pc.origin, -1, values_.with(pc.aux, value, value_len, value_text));
+              add(pc.prod, pc.dot + 1, pc.origin, -1, values_.with(pc.aux, value, value_text));
             } else if (grp < 0) {
               add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
             } else if (g_->productions[pc.prod].lhs == lhs) {
@@ -432,14 +431,14 @@ std::uint32_t EarleyParser::distinct_have(const Item& it) const {
   return values_.count(it.aux) + (it.dot < g_->rhs_len(it.prod) ? 1 : 0);
 }
 
-ValueHash EarleyParser::item_value(std::uint32_t origin, std::uint32_t* len, std::string* decoded) const {
+ValueHash EarleyParser::item_value(std::uint32_t origin, std::string* decoded) const {
   const std::size_t k = set_start_.size() - 1;
   std::string text;
   for (std::size_t j = origin + 1; j <= k; ++j) {
     if (set_byte_[j] < 0) return ValueHash{};  // not known (a token, or a mask's jump)
     text.push_back(static_cast<char>(set_byte_[j]));
   }
-  return value_hash(text, len, decoded);
+  return value_hash(text, decoded);
 }
 
 bool EarleyParser::item_text(std::uint32_t origin, std::string& out) const {

@@ -134,7 +134,7 @@ class EarleyParser {
     return it.aux == 0 ? 0 : distinct_group(it.prod) ? values_.signature(it.aux) : keys_.hash[it.aux];
   }
   // The value of the V that completed in the newest set with origin set `origin`.
-  ValueHash item_value(std::uint32_t origin, std::uint32_t* len = nullptr, std::string* decoded = nullptr) const;
+  ValueHash item_value(std::uint32_t origin, std::string* decoded = nullptr) const;
   std::uint32_t distinct_have(const Item& it) const;
   bool exhausted(const KeyedGroup& kg, std::uint32_t have) const;
   bool can_act(std::size_t begin) const;
