@@ -14,7 +14,7 @@
 //
 // Parsing (earley.cpp): items of D's productions carry in `aux` an id in the parser's ValueSets
 // (this file): the values of the items closed so far, as 128-bit hashes of their canonical
-// form (memory: 24 bytes per closed item, not the item's length). When a V completes, the parser
+// form (memory: 32 bytes per closed item, plus the decoded text of counted items, below). When a V completes, the parser
 // reads its text (the bytes of the sets between its origin and now, kept per set) and, in
 // checking mode, refuses to advance D past a value it already holds; an item of V whose terminal
 // can read no further byte is dropped, so a refused value leaves no live item behind. A D with
@@ -29,12 +29,20 @@
 // terminal that can leave its accepting states, any close) is replayed through the parser with
 // checking ON, and dropped when the parser refuses it. A close the item can extend at the
 // token's end is no refusal yet ("15" with 15 held may become "150"), so digit tokens inside an
-// integer are not replayed. Exactness relies on the item language having, from every open item
-// prefix, infinitely many values (true of a JSON string without maxLength/pattern/format: a
-// character can always be appended; of canonical integers without an upper bound), so a
-// refused close is the only way to a dead end; the JSON Schema converter only writes
-// `%distinct` for such items and with a finite max (grammar/json_schema/unique_items.py: at
-// most SchemaOptions.max_unique_items), which bounds the memory.
+// integer are not replayed. When the item language has, from every open item prefix,
+// infinitely many values (a JSON string without maxLength/pattern/format: a character can
+// always be appended; canonical integers without an upper bound), a refused close is the only
+// way to a dead end. Items with finitely many values after some prefix are exact when the item
+// is one quoted JSON string terminal whose language is closed under re-spelling (the j/c
+// strings; item_values.hpp): the parser counts the values left after each state and also
+// refuses a prefix whose every value the group holds, and a group holding every value starts
+// no other item; the correction then replays every token holding a quote (it may open the next
+// item into a dead prefix) and, per step, the tokens a walk of the vocabulary finds taking an
+// open item into a dead prefix (only bytes that begin a held value: those groups keep each
+// held value's decoded text). Other finite items (numbers, several terminals) may still reach
+// a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
+// finite max (grammar/json_schema/unique_items.py: at most SchemaOptions.max_unique_items),
+// which bounds the memory.
 // Completions: distinct_completion repairs the parser's shortest completion wherever it would
 // close a duplicate, by writing the smallest other allowed byte first (inside a string: a space).
 #pragma once

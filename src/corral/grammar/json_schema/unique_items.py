@@ -1,4 +1,4 @@
-"""``uniqueItems`` enforced in the mask, for arrays whose items come from a finite set of values.
+"""``uniqueItems`` enforced in the mask: finite sets of values, free values and counted strings.
 
 In:  an array schema with ``uniqueItems: true``, its ``items`` schema and item-count bounds.
 Out: the array's grammar as one unique group (``%unique{min,max}(sep; v0, v1, ...)``,
@@ -22,36 +22,48 @@ languages are disjoint and a duplicate can never hide behind another spelling.
 Free values (``distinct_array``): items that are free strings (``{"type": "string"}``, with at
 most a ``minLength``), strings whose ``pattern``/``format`` the engine proves open-ended
 (``open_string_item``: every live prefix of the content automaton reaches a cycle, so it has
-infinitely many continuations: ``^[a-z]+``, not ``^[ab]$``, nor ``^[a-z]+$`` whose Python ``$``
-allows a final newline that ends the item) or integers (no upper bound; lower bounds at or above
-0) become one distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a
-128-bit hash of each closed item's value (strings after unescaping, integers by value; corral
-writes integers canonically, corral.grammar.numbers) and refuses the tokens that would close an
-equal one. Why only those: the mask is exact only when every open item can still become
-infinitely many values, so that a refused close is the only dead end. A string with
-``maxLength``, or a ``pattern``/``format`` the probe cannot prove open-ended, may have few
-(``maxLength: 1``, ``pattern: ^[ab]$``, ``format: date``),
-and so may an integer below a ``maximum`` or above a negative ``minimum`` (``-1`` under
-``minimum: -20``): those stay in the report unless they are a small enum (the finite path
+infinitely many continuations: ``^[a-z]+``) or integers (no upper bound; lower bounds at or
+above 0) become one distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the
+matcher remembers a 128-bit hash of each closed item's value (strings after unescaping,
+integers by value; corral writes integers canonically, corral.grammar.numbers) and refuses the
+tokens that would close an equal one. For those items a refused close is the only dead end:
+every open item can still become infinitely many values.
+
+Counted strings (``bounded_string_item``): a string with ``maxLength``, or a
+``pattern``/``format`` the probe cannot prove open-ended (``maxLength: 1``, ``^[ab]$``,
+``^[a-z]+$`` whose Python ``$`` allows a final newline that ends the item, ``format: date``,
+``uuid``, ``date-time``, ``time``, ``duration``, ``ipv4``), has prefixes with few values left
+(after ``"ab`` under ``maxLength: 2`` only "ab" itself), so refusing the close of a held value
+alone would leave a dead end. When its item rule is one quoted JSON string terminal, the
+engine counts the values after every state of its automaton (``probe_item_values``,
+cpp/item_values.hpp: canonical spellings, capped at 4,097) and the matcher also refuses the
+prefixes whose every value the array holds (checked only where that count is at most the number
+held) and closes the array once it holds every value; the group's ``maxItems`` is lowered to
+the number of values when that is smaller, and a ``minItems`` above it has no value
+(``_NoValue``). Formats whose automaton the converter splits into several terminals
+(``email``, ``hostname``, ``uri``, ``ipv6``) stay in the report. So do integers below a
+``maximum`` or above a negative ``minimum`` (``-1`` under ``minimum: -20``: "1" under
+``maximum: 50`` can only become 1 or 10..19), unless they are a small enum (the finite path
 above). Numbers with fractions or exponents stay in the report too: validators compare them as
 parsed doubles (``[0.1, 0.10000000000000001]`` repeats for Python's ``jsonschema``, not for
 exact decimals), and under double equality a prefix like ``1.0000000000000000`` (every
 completion is 1.0 unless an exponent follows) or ``1e30`` (a dozen doubles) has finitely many
 values — a dead end the per-close check cannot see.
 
-How long: the matcher's memory (24 bytes an item) and the mask's correction grow with the
-items, so ``SchemaOptions.max_unique_items`` (default ``MAX_REMEMBERED_ITEMS``, 256) bounds
-them. A ``maxItems`` at most that is enforced exactly; an array without ``maxItems`` (the common
-case) or with a larger one is enforced and capped at ``max_unique_items`` items (the mask closes
-the array there; the report's detail says so), and ``max_unique_items=0`` keeps such arrays
-checked after decoding. A ``minItems`` over the cap keeps the keyword in the report.
+How long: the matcher's memory (32 bytes an item, plus the decoded text of counted strings)
+and the mask's correction grow with the items, so ``SchemaOptions.max_unique_items`` (default
+``MAX_REMEMBERED_ITEMS``, 256) bounds them. A ``maxItems`` at most that (or items with at most
+that many values) is enforced exactly; an array without ``maxItems`` (the common case) or with
+a larger one is enforced and capped at ``max_unique_items`` items (the mask closes the array
+there; the report's detail says so), and ``max_unique_items=0`` keeps such arrays checked
+after decoding. A ``minItems`` over the cap keeps the keyword in the report.
 
 Bounds: at most ``MAX_UNIQUE_VALUES`` (32) distinct values: the matcher's per-array set is a
 bitset of that many bits and the grammar has two productions per value, but what sets the cap is
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
 cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
-64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values), for other
-infinite item sets (objects that are not enum values, bounded strings, numbers), with
+64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values or counted
+strings), for other item sets (objects that are not enum values, numbers), with
 ``contains``, and with ``prefixItems`` unless every position has one schema (arrays.py: then
 the group is over that schema, at most the prefix long when ``items`` is false), the keyword
 stays in the report as checked after decoding — never silently unenforced.
