@@ -188,6 +188,12 @@ TEST(distinct_item_values_are_counted) {
   EXPECT_EQ(probe_item_values("/[ab]/j", 6000, l), -1);            // no quotes
   EXPECT_EQ(probe_item_values("/\"[ab]\"|x/", 6000, l), -1);         // not a JSON string
   EXPECT_EQ(probe_item_values("\"\\\"\" /a/j \"\\\"\" \"x\"", 6000, l), -1);  // goes on after the quote
+  // A group that needs more items than its item has values has no sentence.
+  EXPECT_THROWS(compile_grammar("root ::= %distinct{3,4}(\",\"; s)\ns ::= \"\\\"\" /[ab]/j \"\\\"\"", "root",
+                                distinct_vocab(), Limits{}),
+                CompileError);
+  EXPECT(compile_grammar("root ::= %distinct{2,4}(\",\"; s)\ns ::= \"\\\"\" /[ab]/j \"\\\"\"", "root",
+                         distinct_vocab(), Limits{}) != nullptr);
 }
 
 // A distinct group over strings with finitely many values: dead prefixes are refused, an
