@@ -240,6 +240,7 @@ def test_random_walks_never_meet_a_dead_end(
     short = [i for i in range(tok.vocab_size) if len(tok.token_bytes[i]) <= 2 and i not in tok.eos_ids]
     quotes = [i for i in range(tok.vocab_size) if b'"' in tok.token_bytes[i]]
     mask = corral.allocate_bitmask(1, tok)
+    lengths: list[int] = []
     for _ in range(4):
         m = g.matcher()
         out = bytearray()
@@ -251,11 +252,15 @@ def test_random_walks_never_meet_a_dead_end(
             non_eos = [i for i in ids if i not in tok.eos_ids]
             if not non_eos:
                 break
-            pick = [i for i in non_eos if len(tok.token_bytes[i]) <= 2] or non_eos
-            t = rng.choice(pick)
+            # Short tokens, quotes half the time, and the array kept open while it can grow.
+            pick = [i for i in non_eos if len(tok.token_bytes[i]) <= 2 and b"]" not in tok.token_bytes[i]]
+            quoted = [i for i in pick if b'"' in tok.token_bytes[i]]
+            t = rng.choice(quoted if quoted and rng.random() < 0.5 else pick or non_eos)
             assert m.accept_token(t)
             out += tok.token_bytes[t]
         rest = m.shortest_completion()
         assert m.accept_bytes(rest) and m.is_accepting()
         value = json.loads(bytes(out) + rest)
         assert validator.is_valid(value), (bytes(out), rest)
+        lengths.append(len(value))
+    assert max(lengths) >= 2, lengths  # (the walks did write several items)
