@@ -21,8 +21,11 @@ the converter did before unique groups existed) — and *after* (this tree).
    free-string and integer arrays (distinct groups, cpp/distinct.hpp) are walked twice: with
    uniform tokens, and preferring short tokens (``"``, ``a``, ``", "``, one digit...) so that
    duplicates are often one token away and the correction has remembered values to compare.
+   Strings with ``maxLength``, a closed pattern or a format (counted values, dead prefixes:
+   cpp/item_values.hpp) are walked too.
 4. Mask CPU time inside arrays of strings and of integers without ``maxItems`` that already
-   hold 1, 64 and 255 items (the correction compares each close with every held value).
+   hold 1, 64 and 255 items (the correction compares each close with every held value), and
+   of strings with ``maxLength: 8`` whose open item is a few characters from the bound.
 
 Run:  python bench/bench_unique_items.py [--suite DIR] [--bench DIR] [--limit N] [--walks N]
                                          [--masks-only]
@@ -165,9 +168,16 @@ MASK_SCHEMAS: list[tuple[str, Any]] = [
     ("strings, no maxItems", {"items": {"type": "string"}}),
     ("integers, no bounds", {"items": {"type": "integer"}}),
     ("integers, short", {"items": {"type": "integer", "minimum": 0}}),
+    # Strings with finitely many values (cpp/item_values.hpp): dead prefixes near the bound.
+    ("maxLength 8, short", {"items": {"type": "string", "maxLength": 8}}),
+    ("maxLength 64", {"items": {"type": "string", "maxLength": 64}}),
+    ("slug pattern", {"items": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"}}),
+    ("[ab]{1,2}, short", {"items": {"type": "string", "pattern": "^[ab]{1,2}$", "maxLength": 2}}),
+    ("format date", {"items": {"type": "string", "format": "date"}, "maxItems": 12}),
+    ("format uuid", {"items": {"type": "string", "format": "uuid"}, "maxItems": 12}),
 ]
 # Walks on these prefer tokens of at most two bytes (see the module docstring).
-SHORT = {"free strings, short", "integers, short"}
+SHORT = {"free strings, short", "integers, short", "maxLength 8, short", "[ab]{1,2}, short"}
 
 
 def masks(tok: corral.Tokenizer, walks: int) -> None:
@@ -213,6 +223,8 @@ def filled(tok: corral.Tokenizer, rounds: int) -> None:
     cases = (
         ("strings", {"type": "string"}, lambda i: f'"w{i}"', (b", ", b', "w')),
         ("integers", {"type": "integer"}, lambda i: str(7 * i + 3), (b", ", b", 1")),
+        # The open item one to three characters from maxLength: the vocabulary walk's worst case.
+        ("maxLen 8", {"type": "string", "maxLength": 8}, lambda i: f'"w{i:07d}"', (b', "w000', b', "w00000')),
     )
     for name, items, item, nexts in cases:
         for n in (1, 64, 255):

@@ -6,6 +6,7 @@
 
 #include "compile_times.hpp"
 #include "distinct.hpp"
+#include "item_values.hpp"
 #include "regex_parser.hpp"
 
 namespace corral {
@@ -116,6 +117,19 @@ int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limit
     only = &t;
   }
   return only != nullptr && every_prefix_open_ended(only->dfa) ? 1 : 0;
+}
+
+std::int64_t probe_item_values(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
+  const LoweredProbe p = lower_probe(rhs, max_states, limits);
+  if (!p.grammar) return -1;
+  const Terminal* only = nullptr;
+  for (const Terminal& t : p.grammar->terminals) {
+    if (t.is_token || t.is_slot || only != nullptr) return -1;
+    only = &t;
+  }
+  if (only == nullptr) return -1;
+  const ItemValues iv = analyse_item_values(only->dfa, kMaxDistinctItems + 1, kMaxDistinctItems);
+  return iv.ok ? static_cast<std::int64_t>(iv.total) : -1;
 }
 
 void check_regex(std::string_view pattern, const Limits& limits) {

@@ -39,6 +39,14 @@ ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, con
 /// makes a string item with a pattern or format a distinct group.
 int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits);
 
+/// For one regular expression that lowers to one terminal, a quoted JSON string
+/// (`"\"" /.../j "\""`): how many distinct values its language holds (item_values.hpp; capped
+/// at kMaxDistinctItems + 1, "that many or more"), or -1 when the analysis does not apply (not
+/// such a string, several terminals, empty, or past `max_states` or another limit). The JSON
+/// Schema converter asks before it makes a string item with finitely many values after some
+/// prefix a distinct group: the matcher then refuses dead prefixes of the same automaton.
+std::int64_t probe_item_values(std::string_view rhs, std::uint32_t max_states, const Limits& limits);
+
 /// Compile `pattern` as compile_regex would, up to its automaton and without a vocabulary:
 /// throws CompileError for what the engine cannot compile (syntax, lookaround, backreferences,
 /// an empty language) and LimitExceeded past a limit. The converter checks every JSON Schema

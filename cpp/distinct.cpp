@@ -6,6 +6,7 @@
 
 #include "earley.hpp"
 #include "errors.hpp"
+#include "item_values.hpp"
 #include "vocab.hpp"
 
 namespace corral {
@@ -154,10 +155,14 @@ bool json_number_value(std::string_view t, std::string& out) {
 
 }  // namespace
 
-ValueHash value_hash(std::string_view text) {
+ValueHash value_hash(std::string_view text, std::string* decoded) {
   std::string v;
   if (!text.empty() && text.front() == '"') {
-    if (json_string_value(text, v)) return hash_tagged('s', v);
+    if (json_string_value(text, v)) {
+      if (decoded != nullptr) decoded->append(v);
+      return hash_tagged('s', v);
+    }
+    v.clear();
   } else if (!text.empty() && (text.front() == '-' || (text.front() >= '0' && text.front() <= '9'))) {
     if (json_number_value(text, v)) return hash_tagged('n', v);
   }
@@ -236,12 +241,13 @@ bool ValueSets::has(std::uint32_t set, const ValueHash& v) const {
   return memo_.count(v) != 0;
 }
 
-std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v) {
+std::uint32_t ValueSets::with(std::uint32_t set, const ValueHash& v, std::string_view text) {
   // The newest entries are the likeliest twins (one completion advancing several items).
   const std::size_t n = entries.size();
   for (std::size_t k = n; k > 1 && k + 8 > n; --k)
     if (entries[k - 1].parent == set && entries[k - 1].value == v) return static_cast<std::uint32_t>(k - 1);
-  entries.push_back(Entry{set, entries[set].count + 1, v});
+  texts_.append(text);
+  entries.push_back(Entry{set, entries[set].count + 1, v, static_cast<std::uint32_t>(texts_.size())});
   return static_cast<std::uint32_t>(n);
 }
 
@@ -353,6 +359,30 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
         }
     }
   }
+  // Items with finitely many values somewhere (item_values.hpp): their dead prefixes. A token
+  // may enter one after opening the item itself (`"a` when "a" and "b" are held and the item is
+  // ^[ab]$, or ` "-`): such a token holds a quote, which closes the item terminal from some
+  // state into a state that reads nothing more (analyse_item_values checks that), so it is
+  // among one_ already. Tokens that go on from an open item's state are found per step by a
+  // walk of the vocabulary (dead_prefix_tokens).
+  table_.assign(g.terminals.size(), nullptr);
+  for (const KeyedGroup& kg : g.keyed) {
+    if (!kg.distinct()) continue;
+    const std::uint32_t small = kg.max_count == 0 ? kMaxDistinctItems : kg.max_count - 1;
+    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(kg.value_nt)]) {
+      const auto pr = static_cast<std::uint32_t>(prod);
+      const Symbol only = g.rhs_flat[g.rhs_begin[pr]];
+      if (g.rhs_len(pr) != 1 || !only.is_terminal() || g.terminals[static_cast<std::size_t>(only.index())].is_token)
+        continue;
+      const auto ti = static_cast<std::size_t>(only.index());
+      if (table_[ti] != nullptr && table_[ti]->small >= small) continue;
+      auto iv = std::make_unique<ItemValues>(analyse_item_values(*dfas[only.index()], kMaxDistinctItems + 1, small));
+      if (!iv->ok || !iv->finite_somewhere) continue;
+      table_[ti] = iv.get();
+      owned_.push_back(std::move(iv));
+      counted_ = true;
+    }
+  }
   for (std::uint32_t t = 0; t < vocab.size(); ++t) {
     const auto id = static_cast<std::int32_t>(t);
     if (vocab.is_special(id)) continue;
@@ -381,12 +411,26 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
   } else {
     for (const ValueSets::Entry& e : p.values().entries) remembered = remembered || e.value.known();
   }
-  const std::vector<std::int32_t>& cands = remembered ? one_ : two_;
+  // With items of finitely many values, a token that closes one item may open the next in a
+  // dead prefix: every token with a close or an opening quote is a candidate (one_), and so
+  // are those that take an open item to a dead prefix (dead_prefix_tokens).
+  const std::vector<std::int32_t>& base = remembered || counted_ ? one_ : two_;
+  std::vector<std::int32_t> extra;
+  if (counted_ && remembered) {
+    for (std::size_t i = p.cur_begin(); i < p.cur_end(); ++i) {
+      const Item& it = p.item(i);
+      const std::int32_t t = p.scanning_terminal(it);
+      if (t < 0 || it.dstate < 0 || table_[static_cast<std::size_t>(t)] == nullptr) continue;
+      if (p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)] < 0) continue;
+      dead_prefix_tokens(p, it, t, vocab, row, extra);
+    }
+  }
   const bool was = p.check_values();
   p.set_check_values(true);
   const std::size_t mark = p.num_sets();
   const std::size_t vs = p.values().size();
-  for (std::int32_t t : cands) {
+  for (std::size_t k = 0; k < base.size() + extra.size(); ++k) {
+    const std::int32_t t = k < base.size() ? base[k] : extra[k - base.size()];
     if (!(row[static_cast<std::size_t>(t) >> 5] >> (t & 31) & 1u)) continue;
     bool ok = true;
     try {
@@ -406,6 +450,125 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
     if (!ok) row[static_cast<std::size_t>(t) >> 5] &= ~(1u << (t & 31));
   }
   p.set_check_values(was);
+}
+
+}  // namespace corral
+
+namespace corral {
+
+void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std::int32_t t, const Vocabulary& vocab,
+                                            const std::uint32_t* row, std::vector<std::int32_t>& out) const {
+  // A walk of the vocabulary trie from the item's state. A dead prefix's value begins some held
+  // value, so the walk follows only bytes that keep the item's decoded text so far a prefix of
+  // one of the values the (first) group holds: their texts, sorted, narrowed to a range per
+  // byte (an escape narrows it when it ends). It also skips the subtrees with no token long
+  // enough to reach a state that may be a dead prefix (ItemValues::dist). A token ending in
+  // such a state is checked directly (prefix_dead) and, when it is dead for this item, kept
+  // for the replay, which asks the whole parser.
+  const ItemValues& iv = *table_[static_cast<std::size_t>(t)];
+  const Dfa& d = *p.dfas()[t];
+  std::vector<std::uint32_t> sets;
+  p.waiting_value_sets(it, sets);
+  std::uint32_t held = 0;
+  for (std::uint32_t s : sets) held = std::max(held, p.values().count(s));
+  if (held == 0) return;
+  std::string text;
+  if (!p.item_text(it.origin, text)) return;
+  std::vector<std::string_view> vals;
+  for (std::uint32_t e = sets[0]; e != 0; e = p.values().entries[e].parent) vals.push_back(p.values().text(e));
+  std::sort(vals.begin(), vals.end());
+  // The decoded text so far, and where an unfinished escape begins (npos: none).
+  std::string dec;
+  std::size_t esc = std::string::npos;
+  auto decode_escape = [&](std::string_view spelled, std::string& into) {
+    std::string q = "\"";
+    q.append(spelled);
+    q.push_back('"');
+    return json_string_value(q, into);
+  };
+  std::int32_t st = d.start();
+  for (std::size_t k = 0; k < text.size() && st >= 0; ++k) {
+    const std::int32_t n = d.next(st, static_cast<std::uint8_t>(text[k]));
+    if (n < 0) return;
+    if (iv.adds(st, n) == 1 && esc == std::string::npos) {
+      dec.push_back(text[k]);
+    } else if (iv.adds(st, n) == 1) {
+      if (!decode_escape(std::string_view(text).substr(esc, k + 1 - esc), dec)) return;
+      esc = std::string::npos;
+    } else if (k > 0 && esc == std::string::npos && text[k] == '\\') {
+      esc = k;
+    }
+    st = n;
+  }
+  // The held values that begin with `dec`, narrowed by `byte` at position `at`.
+  struct Range {
+    std::uint32_t lo, hi;
+  };
+  auto narrow = [&](Range r, std::size_t at, char byte) {
+    auto first = std::lower_bound(vals.begin() + r.lo, vals.begin() + r.hi, byte, [&](std::string_view v, char b) {
+      return v.size() <= at || static_cast<std::uint8_t>(v[at]) < static_cast<std::uint8_t>(b);
+    });
+    auto last = std::upper_bound(first, vals.begin() + r.hi, byte, [&](char b, std::string_view v) {
+      return static_cast<std::uint8_t>(b) < static_cast<std::uint8_t>(v[at]);
+    });
+    return Range{static_cast<std::uint32_t>(first - vals.begin()), static_cast<std::uint32_t>(last - vals.begin())};
+  };
+  Range all{0, static_cast<std::uint32_t>(vals.size())};
+  for (std::size_t k = 0; k < dec.size() && all.lo < all.hi; ++k) all = narrow(all, k, dec[k]);
+  if (all.lo >= all.hi) return;
+  const std::size_t base = text.size();
+  const TokenTrie& trie = vocab.trie();
+  struct Frame {
+    std::uint32_t node;
+    std::int32_t state;
+    Range range;
+    std::uint32_t at;   // decoded bytes matched
+    std::uint32_t esc;  // where an unfinished escape begins in `text` (UINT32_MAX: none)
+  };
+  const auto no_esc = std::numeric_limits<std::uint32_t>::max();
+  std::vector<Frame> stack{{0, it.dstate, all, static_cast<std::uint32_t>(dec.size()),
+                            esc == std::string::npos ? no_esc : static_cast<std::uint32_t>(esc)}};
+  std::string one;
+  while (!stack.empty()) {
+    const Frame f = stack.back();
+    stack.pop_back();
+    const std::uint32_t depth = trie.depth(f.node);
+    text.resize(base + depth);
+    if (depth > 0) text[base + depth - 1] = static_cast<char>(trie.byte(f.node));
+    if (depth > 0 && trie.tokens_begin(f.node) != trie.tokens_end(f.node) && iv.maybe_dead(f.state, held)) {
+      bool any = false;
+      for (const std::int32_t* k = trie.tokens_begin(f.node); k != trie.tokens_end(f.node) && !any; ++k)
+        any = (row[static_cast<std::size_t>(*k) >> 5] >> (*k & 31) & 1u) != 0;
+      if (any && prefix_dead(d, iv, f.state, text, p.values(), sets))
+        out.insert(out.end(), trie.tokens_begin(f.node), trie.tokens_end(f.node));
+    }
+    for (std::uint32_t c = f.node + 1; c < trie.subtree_end(f.node); c = trie.subtree_end(c)) {
+      const std::int32_t s = d.next(f.state, trie.byte(c));
+      if (s < 0 || iv.closed(s)) continue;  // (a close: one_)
+      const std::uint32_t reach = trie.max_token_depth(c);
+      if (reach < trie.depth(c) || reach - trie.depth(c) < iv.dist[static_cast<std::size_t>(s)]) continue;
+      Frame next{c, s, f.range, f.at, f.esc};
+      const char byte = static_cast<char>(trie.byte(c));
+      if (iv.adds(f.state, s) == 1 && f.esc == no_esc) {  // a raw byte: one decoded byte
+        next.range = narrow(f.range, f.at, byte);
+        ++next.at;
+      } else if (iv.adds(f.state, s) == 1) {  // an escape ends here
+        text.resize(base + trie.depth(c));
+        text[base + trie.depth(c) - 1] = byte;
+        one.clear();
+        if (!decode_escape(std::string_view(text).substr(f.esc), one)) continue;
+        for (char b : one) {
+          if (next.range.lo >= next.range.hi) break;
+          next.range = narrow(next.range, next.at++, b);
+        }
+        next.esc = no_esc;
+      } else if (f.esc == no_esc && byte == '\\') {
+        next.esc = static_cast<std::uint32_t>(base + trie.depth(c) - 1);
+      }
+      if (next.range.lo >= next.range.hi) continue;  // begins no held value
+      stack.push_back(next);
+    }
+  }
 }
 
 }  // namespace corral

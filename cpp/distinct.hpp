@@ -14,7 +14,7 @@
 //
 // Parsing (earley.cpp): items of D's productions carry in `aux` an id in the parser's ValueSets
 // (this file): the values of the items closed so far, as 128-bit hashes of their canonical
-// form (memory: 24 bytes per closed item, not the item's length). When a V completes, the parser
+// form (memory: 32 bytes per closed item, plus the decoded text of counted items, below). When a V completes, the parser
 // reads its text (the bytes of the sets between its origin and now, kept per set) and, in
 // checking mode, refuses to advance D past a value it already holds; an item of V whose terminal
 // can read no further byte is dropped, so a refused value leaves no live item behind. A D with
@@ -29,17 +29,26 @@
 // terminal that can leave its accepting states, any close) is replayed through the parser with
 // checking ON, and dropped when the parser refuses it. A close the item can extend at the
 // token's end is no refusal yet ("15" with 15 held may become "150"), so digit tokens inside an
-// integer are not replayed. Exactness relies on the item language having, from every open item
-// prefix, infinitely many values (true of a JSON string without maxLength/pattern/format: a
-// character can always be appended; of canonical integers without an upper bound), so a
-// refused close is the only way to a dead end; the JSON Schema converter only writes
-// `%distinct` for such items and with a finite max (grammar/json_schema/unique_items.py: at
-// most SchemaOptions.max_unique_items), which bounds the memory.
+// integer are not replayed. When the item language has, from every open item prefix,
+// infinitely many values (a JSON string without maxLength/pattern/format: a character can
+// always be appended; canonical integers without an upper bound), a refused close is the only
+// way to a dead end. Items with finitely many values after some prefix are exact when the item
+// is one quoted JSON string terminal whose language is closed under re-spelling (the j/c
+// strings; item_values.hpp): the parser counts the values left after each state and also
+// refuses a prefix whose every value the group holds, and a group holding every value starts
+// no other item; the correction then replays every token holding a quote (it may open the next
+// item into a dead prefix) and, per step, the tokens a walk of the vocabulary finds taking an
+// open item into a dead prefix (only bytes that begin a held value: those groups keep each
+// held value's decoded text). Other finite items (numbers, several terminals) may still reach
+// a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
+// finite max (grammar/json_schema/unique_items.py: at most SchemaOptions.max_unique_items),
+// which bounds the memory.
 // Completions: distinct_completion repairs the parser's shortest completion wherever it would
 // close a duplicate, by writing the smallest other allowed byte first (inside a string: a space).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -51,6 +60,8 @@ namespace corral {
 
 class EarleyParser;
 class Vocabulary;
+struct Item;
+struct ItemValues;
 
 /// 128-bit hash of one item's canonical value; {0, 0} is "unknown" (never equal to another).
 struct ValueHash {
@@ -59,8 +70,9 @@ struct ValueHash {
   bool operator==(const ValueHash& o) const { return h1 == o.h1 && h2 == o.h2; }
 };
 
-/// The canonical value of one item's text (see the header comment for what compares equal).
-ValueHash value_hash(std::string_view text);
+/// The canonical value of one item's text (see the header comment for what compares equal);
+/// `decoded` (optional): a string's UTF-8 after unescaping, appended.
+ValueHash value_hash(std::string_view text, std::string* decoded = nullptr);
 
 /// The parser's memory of distinct groups: persistent sets of value hashes (id 0: the empty
 /// set), each an existing set plus one value. Ids stay valid until truncate()/clear().
@@ -68,17 +80,20 @@ struct ValueSets {
   struct Entry {
     std::uint32_t parent = 0, count = 0;
     ValueHash value;
+    std::uint32_t text_end = 0;  // texts_ holds this entry's decoded text up to here (see text())
   };
   std::vector<Entry> entries{Entry{}};
 
   void clear() {
     entries.resize(1);
+    texts_.clear();
     forget();
   }
   std::size_t size() const { return entries.size(); }
   /// Forget the sets created after size() was n (the caller drops every item that names them).
   void truncate(std::size_t n) {
     entries.resize(n);
+    texts_.resize(entries.back().text_end);
     if (memo_set_ >= n) forget();
   }
   std::uint32_t count(std::uint32_t set) const { return entries[set].count; }
@@ -86,8 +101,15 @@ struct ValueSets {
   /// and then answers in O(1) while it is the set asked about (a mask's correction asks about
   /// the same open array for every token it replays).
   bool has(std::uint32_t set, const ValueHash& v) const;
-  /// set + {v} (v may be unknown: counted, never matched).
-  std::uint32_t with(std::uint32_t set, const ValueHash& v);
+  /// set + {v} (v may be unknown: counted, never matched). `text`: v's decoded text, kept for the items whose values are counted (item_values.hpp:
+  /// the dead-prefix walk looks for held values that begin like an open item; at most the
+  /// output's own length).
+  std::uint32_t with(std::uint32_t set, const ValueHash& v, std::string_view text = {});
+  /// The decoded text kept for the value entry `e` added (empty when none was kept).
+  std::string_view text(std::uint32_t e) const {
+    const std::uint32_t b = e == 0 ? 0 : entries[e - 1].text_end;
+    return std::string_view(texts_).substr(b, entries[e].text_end - b);
+  }
   /// What parser-state signatures hash: the count only (masks are computed with checking off).
   std::uint64_t signature(std::uint32_t set) const;
 
@@ -100,6 +122,7 @@ struct ValueSets {
     memo_.clear();
   }
   // The values of one large set (memo_set_; 0: none), a cache: sets never change once made.
+  std::string texts_;
   mutable std::uint32_t memo_set_ = 0;
   mutable std::unordered_set<ValueHash, HashOf> memo_;
 };
@@ -133,11 +156,22 @@ class DistinctCorrection {
   /// Clear from `row` every allowed token the parser (in checking mode) refuses.
   /// Read-only: one correction is shared by a matcher's copies, which may run on several threads.
   void apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const;
+  /// Per terminal, the value counts of the groups' items with finitely many values somewhere
+  /// (item_values.hpp; null for the others): the parser's table (EarleyParser::set_item_values).
+  const std::vector<const ItemValues*>& item_values() const { return table_; }
 
  private:
+  // Tokens a dead item prefix could refuse, for an open item in `state` of `d` whose group holds
+  // `held` values (text: the item's text so far), appended to `out` when allowed in `row`.
+  void dead_prefix_tokens(EarleyParser& p, const Item& it, std::int32_t t, const Vocabulary& vocab,
+                          const std::uint32_t* row, std::vector<std::int32_t>& out) const;
+
   std::vector<std::int32_t> one_;  // tokens with at least one place a close could be refused
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
   bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
+  std::vector<std::unique_ptr<ItemValues>> owned_;
+  std::vector<const ItemValues*> table_;  // per terminal (see item_values())
+  bool counted_ = false;                  // some item has finitely many values somewhere
 };
 
 }  // namespace corral

@@ -172,10 +172,17 @@ bool EarleyParser::close_set() {
       const bool closes = !kg || (distinct ? kg->min_count <= 1 || have >= kg->min_count : may_close(*kg, keys_, out));
       // Distinct groups (distinct.hpp): a group with max_count values starts no other; an item
       // V that completes advances its group only past a value the group does not hold yet.
-      const bool more = !distinct || kg->max_count == 0 || have < kg->max_count;
+      // A group holding every value its item can take (item_values.hpp) starts no other either.
+      const bool more = !distinct || ((kg->max_count == 0 || have < kg->max_count) && !exhausted(*kg, have));
       const std::int32_t vg = g_->value_group_of[static_cast<std::size_t>(lhs)];
       ValueHash value;
-      if (vg >= 0 && check_values_) value = item_value(it.origin);
+      std::string& value_text = scratch_text_;
+      value_text.clear();
+      // (the decoded text is kept only for items whose values are counted: item_values.hpp)
+      const bool keep = vg >= 0 && item_values_ != nullptr && g_->rhs_len(it.prod) == 1 &&
+                        g_->rhs_flat[g_->rhs_begin[it.prod]].is_terminal() &&
+                        item_values(g_->rhs_flat[g_->rhs_begin[it.prod]].index()) != nullptr;
+      if (vg >= 0 && check_values_) value = item_value(it.origin, keep ? &value_text : nullptr);
       const std::size_t ob = set_start_[it.origin], oe = set_start_[it.origin + 1];
       for (std::size_t j = ob; j < oe; ++j) {
         const Item& p = items_[j];
@@ -192,7 +199,7 @@ bool EarleyParser::close_set() {
               if (values_.count(pc.aux) >= kMaxDistinctItems)
                 throw LimitExceeded("max_distinct_items", values_.count(pc.aux) + 1, kMaxDistinctItems,
                                     "a %distinct group holds too many items to remember");
-              add(pc.prod, pc.dot + 1, pc.origin, -1, values_.with(pc.aux, value));
+              add(pc.prod, pc.dot + 1, pc.origin, -1, values_.with(pc.aux, value, value_text));
             } else if (grp < 0) {
               add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
             } else if (g_->productions[pc.prod].lhs == lhs) {
@@ -307,7 +314,12 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
       // duplicate nothing must stay alive.
       const bool stuck = g_->value_group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)] >= 0 &&
                          dfa(t).accepting(ns) && no_successor(dfa(t), ns);
-      if (!stuck) add(it.prod, it.dot, it.origin, ns, it.aux);
+      // ... and so are those that would enter a prefix whose every value the group holds
+      // (item_values.hpp; checking mode only: the cached masks leave it to the correction).
+      const bool dead = !stuck && check_values_ && item_values_ != nullptr && !dfa(t).accepting(ns) &&
+                        item_values(t) != nullptr && dead_prefix(it, t, ns, scratch_text_);
+      if (dead) refused_ = true;
+      if (!stuck && !dead) add(it.prod, it.dot, it.origin, ns, it.aux);
       if (dfa(t).accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1, it.aux);
     }
     return close_set();
@@ -419,14 +431,62 @@ std::uint32_t EarleyParser::distinct_have(const Item& it) const {
   return values_.count(it.aux) + (it.dot < g_->rhs_len(it.prod) ? 1 : 0);
 }
 
-ValueHash EarleyParser::item_value(std::uint32_t origin) const {
+ValueHash EarleyParser::item_value(std::uint32_t origin, std::string* decoded) const {
   const std::size_t k = set_start_.size() - 1;
   std::string text;
   for (std::size_t j = origin + 1; j <= k; ++j) {
     if (set_byte_[j] < 0) return ValueHash{};  // not known (a token, or a mask's jump)
     text.push_back(static_cast<char>(set_byte_[j]));
   }
-  return value_hash(text);
+  return value_hash(text, decoded);
+}
+
+bool EarleyParser::item_text(std::uint32_t origin, std::string& out) const {
+  const std::size_t k = set_start_.size() - 1;
+  for (std::size_t j = origin + 1; j <= k; ++j) {
+    if (set_byte_[j] < 0) return false;
+    out.push_back(static_cast<char>(set_byte_[j]));
+  }
+  return true;
+}
+
+void EarleyParser::waiting_value_sets(const Item& it, std::vector<std::uint32_t>& out) const {
+  out.clear();
+  const std::int32_t lhs = g_->productions[it.prod].lhs;
+  const std::int32_t vg = g_->value_group_of[static_cast<std::size_t>(lhs)];
+  if (vg < 0) return;
+  const std::int32_t group_nt = g_->keyed[static_cast<std::size_t>(vg)].nt;
+  const std::size_t ob = set_start_[it.origin];
+  const std::size_t oe = it.origin + 1 < set_start_.size() ? set_start_[it.origin + 1] : items_.size();
+  for (std::size_t j = ob; j < oe; ++j) {
+    const Item& p = items_[j];
+    const std::uint32_t pos = g_->rhs_begin[p.prod] + p.dot;
+    if (pos >= g_->rhs_begin[p.prod + 1] || g_->productions[p.prod].lhs != group_nt) continue;
+    const Symbol s = g_->rhs_flat[pos];
+    if (!s.is_terminal() && s.index() == lhs) out.push_back(p.aux);
+  }
+}
+
+bool EarleyParser::dead_prefix(const Item& it, std::int32_t t, std::int32_t state, std::string& text) const {
+  const ItemValues* iv = item_values(t);
+  if (iv == nullptr || iv->count[static_cast<std::size_t>(state)] >= iv->cap) return false;
+  waiting_value_sets(it, scratch_sets_);
+  if (scratch_sets_.empty()) return false;
+  for (std::uint32_t set : scratch_sets_)
+    if (!iv->maybe_dead(state, values_.count(set))) return false;
+  text.clear();
+  if (!item_text(it.origin, text)) return false;
+  return prefix_dead(dfa(t), *iv, state, text, values_, scratch_sets_);
+}
+
+bool EarleyParser::exhausted(const KeyedGroup& kg, std::uint32_t have) const {
+  if (item_values_ == nullptr || have == 0) return false;
+  const auto& prods = g_->by_lhs[static_cast<std::size_t>(kg.value_nt)];
+  if (prods.size() != 1 || g_->rhs_len(static_cast<std::uint32_t>(prods[0])) != 1) return false;
+  const Symbol s = g_->rhs_flat[g_->rhs_begin[static_cast<std::uint32_t>(prods[0])]];
+  if (!s.is_terminal()) return false;
+  const ItemValues* iv = item_values(s.index());
+  return iv != nullptr && iv->total < iv->cap && have >= iv->total;
 }
 
 std::array<std::uint64_t, 4> EarleyParser::next_bytes() const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "distinct.hpp"
+#include "item_values.hpp"
 #include "grammar.hpp"
 #include "keyed.hpp"
 
@@ -98,6 +99,21 @@ class EarleyParser {
   /// (for items of a group's item rule) one of the items that predicted them? Exact when every
   /// group's item rule is a single terminal (then those are the only places its group is).
   bool open_values() const;
+  /// Dead item prefixes (item_values.hpp): per terminal, the value counts of a distinct
+  /// group's item (null for other terminals); the table must outlive the parser. Without it
+  /// (the default) only duplicate closes are refused.
+  void set_item_values(const std::vector<const ItemValues*>* table) { item_values_ = table; }
+  const ItemValues* item_values(std::int32_t terminal) const {
+    return item_values_ == nullptr ? nullptr : (*item_values_)[static_cast<std::size_t>(terminal)];
+  }
+  /// The value sets of the distinct group items waiting for the item `it` (an item of a
+  /// group's item rule) in its origin set.
+  void waiting_value_sets(const Item& it, std::vector<std::uint32_t>& out) const;
+  /// The text of an item since its origin set (false when a byte is not known).
+  bool item_text(std::uint32_t origin, std::string& out) const;
+  /// Would the item `it` of a group's item rule, in state `state` of its terminal `t`, be a
+  /// dead prefix (item_values.hpp)? `text`: its text so far (scratch, left as it was).
+  bool dead_prefix(const Item& it, std::int32_t t, std::int32_t state, std::string& text) const;
 
  private:
   void open_set();
@@ -118,8 +134,9 @@ class EarleyParser {
     return it.aux == 0 ? 0 : distinct_group(it.prod) ? values_.signature(it.aux) : keys_.hash[it.aux];
   }
   // The value of the V that completed in the newest set with origin set `origin`.
-  ValueHash item_value(std::uint32_t origin) const;
+  ValueHash item_value(std::uint32_t origin, std::string* decoded = nullptr) const;
   std::uint32_t distinct_have(const Item& it) const;
+  bool exhausted(const KeyedGroup& kg, std::uint32_t have) const;
   bool can_act(std::size_t begin) const;
   void ensure_costs();
 
@@ -142,6 +159,9 @@ class EarleyParser {
   std::vector<std::int16_t> set_byte_;
   std::int16_t pending_byte_ = -1;
   bool check_values_ = true;
+  const std::vector<const ItemValues*>* item_values_ = nullptr;
+  mutable std::vector<std::uint32_t> scratch_sets_;
+  std::string scratch_text_;
   bool refused_ = false;  // close_set: a duplicate was refused in the set being closed
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_sig_;  // per set
   // Dedup table for the set being built: open addressing over item indices, invalidated by

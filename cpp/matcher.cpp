@@ -28,6 +28,7 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
   const auto& groups = grammar_->grammar().keyed;
   if (std::any_of(groups.begin(), groups.end(), [](const KeyedGroup& k) { return k.distinct(); }))
     distinct_ = std::make_shared<const DistinctCorrection>(grammar_->grammar(), grammar_->dfas().data(), grammar_->vocab());
+  if (distinct_) parser_.set_item_values(&distinct_->item_values());
 }
 
 // distinct.hpp: the cached part of a mask is computed with value checks off (it depends on the

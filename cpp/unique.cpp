@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "errors.hpp"
+#include "item_values.hpp"
 
 namespace corral {
 
@@ -22,6 +23,19 @@ void finalize_unique(Grammar& g) {
       if (kg.min_count < 1 || (kg.max_count != 0 && kg.max_count < kg.min_count))
         throw CompileError(name + ": invalid count bounds");
       if (kg.rec_prod[0] < 0) throw CompileError(name + ": no production adds an item");
+      // An item with fewer values than min (item_values.hpp: one quoted JSON string terminal)
+      // makes the group, and so the grammar, unsatisfiable from its start.
+      const auto& prods = g.by_lhs[static_cast<std::size_t>(kg.value_nt)];
+      if (kg.min_count > 1 && prods.size() == 1 && g.rhs_len(static_cast<std::uint32_t>(prods[0])) == 1) {
+        const Symbol s = g.rhs_flat[g.rhs_begin[static_cast<std::uint32_t>(prods[0])]];
+        const Terminal* t = s.is_terminal() ? &g.terminals[static_cast<std::size_t>(s.index())] : nullptr;
+        if (t != nullptr && !t->is_token && !t->is_slot) {
+          const ItemValues iv = analyse_item_values(t->dfa, kMaxDistinctItems + 1, 0);
+          if (iv.ok && iv.total < kg.min_count)
+            throw CompileError(name + " needs " + std::to_string(kg.min_count) + " distinct items but its item has only " +
+                               std::to_string(iv.total) + " values");
+        }
+      }
       kg.cheap_order.push_back(0);
       continue;
     }

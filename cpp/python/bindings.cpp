@@ -346,6 +346,17 @@ NB_MODULE(_core, m) {
         "1 when the one terminal of a regular grammar expression has infinitely many "
         "continuations after every live prefix, 0 when not (or several terminals, or empty), -1 "
         "over max_states (or another limit). Raises CompileError for malformed text.");
+  m.def("probe_item_values",
+        [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits) {
+          Limits l = limits_from(limits);
+          nb::gil_scoped_release release;
+          return probe_item_values(rhs, max_states, l);
+        },
+        "rhs"_a, "max_states"_a, "limits"_a,
+        "For a regular grammar expression that is one quoted JSON string terminal: how many "
+        "distinct values it holds (capped at 4097, meaning that many or more), -1 when not such "
+        "a string (or several terminals, empty, over max_states or another limit). Raises "
+        "CompileError for malformed text.");
   m.def("compile_times",
         []() {
           const CompileTimes& t = compile_times();

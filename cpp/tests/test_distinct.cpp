@@ -29,6 +29,18 @@ std::shared_ptr<const Vocabulary> distinct_vocab() {
   return std::make_shared<const Vocabulary>(toks, std::vector<std::int32_t>{n - 1}, std::vector<std::int32_t>{n - 1}, n);
 }
 
+// Every printable ASCII byte, and a few longer tokens: no state is a dead end for want of a token.
+std::shared_ptr<const Vocabulary> bounded_vocab() {
+  std::vector<std::string> toks;
+  for (char c = 0x20; c < 0x7F; ++c) toks.emplace_back(1, c);
+  for (const char* t : {"a\"", "b\"", "\",\"", "\"a\"", "\"a\",\"a\"", "a\",\"a\"", "\"]", "[\"", "ab", "\\u0061", "\",", "a\"]",
+                        "\"a", "\"ab", ",\"a", "\\u006", "u0062"})
+    toks.push_back(t);
+  toks.push_back("<eos>");
+  const auto n = static_cast<std::int32_t>(toks.size());
+  return std::make_shared<const Vocabulary>(toks, std::vector<std::int32_t>{n - 1}, std::vector<std::int32_t>{n - 1}, n);
+}
+
 // Strings over a, b and \u escapes (infinitely many values from every open prefix), 2 to 4.
 const char* kDistinct = R"G(root ::= "[" items "]"
 items ::= %distinct{2,4}(","; str)
@@ -160,4 +172,62 @@ TEST(distinct_masks_match_parser_and_completions_are_valid) {
     }
   }
   EXPECT(refused_closes > 0);  // the walks did reach states where a close repeats an item
+}
+
+// item_values.hpp: the values of a quoted JSON string automaton, counted per state.
+TEST(distinct_item_values_are_counted) {
+  const Limits l{};
+  EXPECT_EQ(probe_item_values("\"\\\"\" /[ab]/j \"\\\"\"", 6000, l), 2);
+  EXPECT_EQ(probe_item_values("\"\\\"\" /[ab]/c \"\\\"\"", 6000, l), 2);  // one spelling each: the same count
+  EXPECT_EQ(probe_item_values("\"\\\"\" /[ab]{1,2}/j \"\\\"\"", 6000, l), 6);
+  EXPECT_EQ(probe_item_values("\"\\\"\" /[\\x00-\\x1f\"\\\\]/j \"\\\"\"", 6000, l), 34);  // escapes only
+  EXPECT_EQ(probe_item_values("\"\\\"\" /\xF0\x9F\x98\x80|\xC3\xA9|\\//j \"\\\"\"", 6000, l), 3);  // pairs, \u00e9, \/
+  EXPECT_EQ(probe_item_values("\"\\\"\" /[a-z]+/j \"\\\"\"", 6000, l), 4097);  // infinitely many: capped
+  EXPECT_EQ(probe_item_values("\"\\\"\" /[0-9]{4}/j \"\\\"\"", 6000, l), 4097);  // 10,000: capped
+  EXPECT_EQ(probe_item_values("\"\\\"\" /(?s:.){0,2}/j \"\\\"\"", 6000, l), 4097);
+  EXPECT_EQ(probe_item_values("/[ab]/j", 6000, l), -1);            // no quotes
+  EXPECT_EQ(probe_item_values("/\"[ab]\"|x/", 6000, l), -1);         // not a JSON string
+  EXPECT_EQ(probe_item_values("\"\\\"\" /a/j \"\\\"\" \"x\"", 6000, l), -1);  // goes on after the quote
+  // A group that needs more items than its item has values has no sentence.
+  EXPECT_THROWS(compile_grammar("root ::= %distinct{3,4}(\",\"; s)\ns ::= \"\\\"\" /[ab]/j \"\\\"\"", "root",
+                                distinct_vocab(), Limits{}),
+                CompileError);
+  EXPECT(compile_grammar("root ::= %distinct{2,4}(\",\"; s)\ns ::= \"\\\"\" /[ab]/j \"\\\"\"", "root",
+                         distinct_vocab(), Limits{}) != nullptr);
+}
+
+// A distinct group over strings with finitely many values: dead prefixes are refused, an
+// exhausted group closes, masks equal the parser and completions find the values left.
+TEST(distinct_bounded_items_have_no_dead_ends) {
+  const char* grammar = R"G(root ::= "[" items "]"
+items ::= %distinct{1,5}(","; str)
+str ::= "\"" /[ab]|ab/j "\"")G";
+  auto g = compile_grammar(grammar, "root", bounded_vocab(), Limits{});
+  EXPECT(accepts(g, "[\"a\",\"b\",\"ab\"]") && accepts(g, "[\"\\u0061\",\"a\\u0062\"]"));
+  EXPECT(!accepts(g, "[\"a\",\"\\u0061\"]"));
+  EXPECT(!Matcher(g).accept_bytes("[\"a\",\"b\",\"ab\","));     // every value written (max 5)
+  EXPECT(!Matcher(g).accept_bytes("[\"ab\",\"a\",\"a"));       // "a" and "ab" held: a dead prefix
+  EXPECT(!Matcher(g).accept_bytes("[\"ab\",\"a\",\"\\u0061"));  // the same, escaped
+  EXPECT(Matcher(g).accept_bytes("[\"ab\",\"a\",\"\\u006"));  // \u0061 or \u0062: "b" is left
+  EXPECT(Matcher(g).accept_bytes("[\"ab\",\"a\",\"\\u0062"));
+  EXPECT(Matcher(g).accept_bytes("[\"ab\",\"\\u006"));
+  const Vocabulary& v = g->vocab();
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    Matcher m(g);
+    for (int step = 0; step < 30 && !m.is_terminated(); ++step) {
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::accepted_one_by_one(m));
+      EXPECT(!al.empty());
+      Matcher done = m;
+      const std::string rest = done.shortest_completion();
+      EXPECT(done.accept_bytes(rest) && done.is_accepting());
+      if (al.empty()) break;
+      std::vector<std::int32_t> pick;
+      for (std::int32_t t : al)
+        if (v.bytes(t).size() <= 2) pick.push_back(t);
+      if (pick.empty()) pick = al;
+      EXPECT(m.accept_token(pick[rng() % pick.size()]));
+    }
+  }
 }

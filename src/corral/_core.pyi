@@ -154,6 +154,11 @@ def probe_open_ended(rhs: str, max_states: int, limits: dict) -> int:
     1 when the one terminal of a regular grammar expression has infinitely many continuations after every live prefix, 0 when not (or several terminals, or empty), -1 over max_states (or another limit). Raises CompileError for malformed text.
     """
 
+def probe_item_values(rhs: str, max_states: int, limits: dict) -> int:
+    """
+    For a regular grammar expression that is one quoted JSON string terminal: how many distinct values it holds (capped at 4097, meaning that many or more), -1 when not such a string (or several terminals, empty, over max_states or another limit). Raises CompileError for malformed text.
+    """
+
 def compile_times() -> dict[str, float]:
     """
     The calling thread's cumulative compile-stage times in ms (parse, lower without automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks take differences around a call.

@@ -29,6 +29,7 @@ __all__ = [
     "error_types",
     "fill_next_token_bitmasks",
     "probe_expression",
+    "probe_item_values",
     "probe_open_ended",
     "set_compile_clock",
     "set_interior_skip",
@@ -73,6 +74,8 @@ probe_expression = _core.probe_expression
 #: many continuations after every live prefix, 0 when not (or several terminals, or empty), -1
 #: over max_states or another limit; CompileError for malformed text (distinct groups).
 probe_open_ended = _core.probe_open_ended
+#: (rhs, max_states, limits) -> values of a quoted JSON string terminal (capped at 4097), or -1.
+probe_item_values = _core.probe_item_values
 #: (pattern, limits): CompileError / LimitExceeded if compile_regex could not compile it.
 check_regex = _core.check_regex
 #: () -> (name, parent, code) of every engine error type (each twinned in corral.errors).

@@ -1,4 +1,4 @@
-"""``uniqueItems`` enforced in the mask, for arrays whose items come from a finite set of values.
+"""``uniqueItems`` enforced in the mask: finite sets of values, free values and counted strings.
 
 In:  an array schema with ``uniqueItems: true``, its ``items`` schema and item-count bounds.
 Out: the array's grammar as one unique group (``%unique{min,max}(sep; v0, v1, ...)``,
@@ -22,36 +22,48 @@ languages are disjoint and a duplicate can never hide behind another spelling.
 Free values (``distinct_array``): items that are free strings (``{"type": "string"}``, with at
 most a ``minLength``), strings whose ``pattern``/``format`` the engine proves open-ended
 (``open_string_item``: every live prefix of the content automaton reaches a cycle, so it has
-infinitely many continuations: ``^[a-z]+``, not ``^[ab]$``, nor ``^[a-z]+$`` whose Python ``$``
-allows a final newline that ends the item) or integers (no upper bound; lower bounds at or above
-0) become one distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the matcher remembers a
-128-bit hash of each closed item's value (strings after unescaping, integers by value; corral
-writes integers canonically, corral.grammar.numbers) and refuses the tokens that would close an
-equal one. Why only those: the mask is exact only when every open item can still become
-infinitely many values, so that a refused close is the only dead end. A string with
-``maxLength``, or a ``pattern``/``format`` the probe cannot prove open-ended, may have few
-(``maxLength: 1``, ``pattern: ^[ab]$``, ``format: date``),
-and so may an integer below a ``maximum`` or above a negative ``minimum`` (``-1`` under
-``minimum: -20``): those stay in the report unless they are a small enum (the finite path
+infinitely many continuations: ``^[a-z]+``) or integers (no upper bound; lower bounds at or
+above 0) become one distinct group (``%distinct{min,max}(sep; item)``, cpp/distinct.hpp): the
+matcher remembers a 128-bit hash of each closed item's value (strings after unescaping,
+integers by value; corral writes integers canonically, corral.grammar.numbers) and refuses the
+tokens that would close an equal one. For those items a refused close is the only dead end:
+every open item can still become infinitely many values.
+
+Counted strings (``bounded_string_item``): a string with ``maxLength``, or a
+``pattern``/``format`` the probe cannot prove open-ended (``maxLength: 1``, ``^[ab]$``,
+``^[a-z]+$`` whose Python ``$`` allows a final newline that ends the item, ``format: date``,
+``uuid``, ``date-time``, ``time``, ``duration``, ``ipv4``), has prefixes with few values left
+(after ``"ab`` under ``maxLength: 2`` only "ab" itself), so refusing the close of a held value
+alone would leave a dead end. When its item rule is one quoted JSON string terminal, the
+engine counts the values after every state of its automaton (``probe_item_values``,
+cpp/item_values.hpp: canonical spellings, capped at 4,097) and the matcher also refuses the
+prefixes whose every value the array holds (checked only where that count is at most the number
+held) and closes the array once it holds every value; the group's ``maxItems`` is lowered to
+the number of values when that is smaller, and a ``minItems`` above it has no value
+(``_NoValue``). Formats whose automaton the converter splits into several terminals
+(``email``, ``hostname``, ``uri``, ``ipv6``) stay in the report. So do integers below a
+``maximum`` or above a negative ``minimum`` (``-1`` under ``minimum: -20``: "1" under
+``maximum: 50`` can only become 1 or 10..19), unless they are a small enum (the finite path
 above). Numbers with fractions or exponents stay in the report too: validators compare them as
 parsed doubles (``[0.1, 0.10000000000000001]`` repeats for Python's ``jsonschema``, not for
 exact decimals), and under double equality a prefix like ``1.0000000000000000`` (every
 completion is 1.0 unless an exponent follows) or ``1e30`` (a dozen doubles) has finitely many
 values — a dead end the per-close check cannot see.
 
-How long: the matcher's memory (24 bytes an item) and the mask's correction grow with the
-items, so ``SchemaOptions.max_unique_items`` (default ``MAX_REMEMBERED_ITEMS``, 256) bounds
-them. A ``maxItems`` at most that is enforced exactly; an array without ``maxItems`` (the common
-case) or with a larger one is enforced and capped at ``max_unique_items`` items (the mask closes
-the array there; the report's detail says so), and ``max_unique_items=0`` keeps such arrays
-checked after decoding. A ``minItems`` over the cap keeps the keyword in the report.
+How long: the matcher's memory (32 bytes an item, plus the decoded text of counted strings)
+and the mask's correction grow with the items, so ``SchemaOptions.max_unique_items`` (default
+``MAX_REMEMBERED_ITEMS``, 256) bounds them. A ``maxItems`` at most that (or items with at most
+that many values) is enforced exactly; an array without ``maxItems`` (the common case) or with
+a larger one is enforced and capped at ``max_unique_items`` items (the mask closes the array
+there; the report's detail says so), and ``max_unique_items=0`` keeps such arrays checked
+after decoding. A ``minItems`` over the cap keeps the keyword in the report.
 
 Bounds: at most ``MAX_UNIQUE_VALUES`` (32) distinct values: the matcher's per-array set is a
 bitset of that many bits and the grammar has two productions per value, but what sets the cap is
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
 cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
-64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values), for other
-infinite item sets (objects that are not enum values, bounded strings, numbers), with
+64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values or counted
+strings), for other item sets (objects that are not enum values, numbers), with
 ``contains``, and with ``prefixItems`` unless every position has one schema (arrays.py: then
 the group is over that schema, at most the prefix long when ``items`` is false), the keyword
 stays in the report as checked after decoding — never silently unenforced.
@@ -79,8 +91,12 @@ CAPPED_AT = "capped at {cap} items (max_unique_items): the mask closes the array
 MAX_REMEMBERED_ITEMS = 256
 # Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
 _FREE_STRING = frozenset({"type", "minLength"})
-# ... of a string whose pattern/format the engine proves open-ended (open_string_item).
+# ... of a string whose pattern/format the engine proves open-ended (open_string_item), or
+# whose values the engine counts (bounded_string_item).
 _OPEN_STRING = frozenset({"type", "minLength", "pattern", "format"})
+_BOUNDED_STRING = _OPEN_STRING | {"maxLength"}
+# probe_item_values' cap: that many values or more (cpp/item_values.hpp).
+_MANY_VALUES = 4097
 # ... of an integer (lower bounds at or above 0 only: no prefix then has finitely many values).
 _FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
 # Bounded integer ranges wider than this are not enumerated.
@@ -290,10 +306,11 @@ class UniqueItemsMixin(ConverterCore):
             f"{n} distinct item values, kept by the matcher",
         )  # fmt: skip
 
-    def distinct_item(self, items: Any, where: str) -> tuple[str, str] | None:
-        """The item rule of a distinct group and what its items are, for item schemas from whose
-        every open prefix infinitely many values remain (see the module docstring); None for
-        any other item schema."""
+    def distinct_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
+        """The item rule of a distinct group, what its items are and how many values they have
+        (None: infinitely many), for item schemas from whose every open prefix infinitely many
+        values remain, or strings whose values the engine counts (see the module docstring);
+        None for any other item schema."""
         s = self.deref(items, where)
         if not isinstance(s, dict):
             return None
@@ -305,9 +322,13 @@ class UniqueItemsMixin(ConverterCore):
             n = s.get("minLength", 0)
             if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.opt.max_counted_length:
                 return None
-            return self.child_rule(items, where), "free strings"
+            return self.child_rule(items, where), "free strings", None
         if kind == "string" and keys <= _OPEN_STRING:
-            return self.open_string_item(items, where)
+            found = self.open_string_item(items, where)
+            if found is not None:
+                return (*found, None)
+        if kind == "string" and keys <= _BOUNDED_STRING:
+            return self.bounded_string_item(items, where)
         if kind == "integer" and keys <= _FREE_INTEGER:
             # A lower bound at or above 0 keeps every prefix open-ended (digits can always be
             # appended); a negative one or an upper bound makes prefixes like "-1" finite.
@@ -315,7 +336,7 @@ class UniqueItemsMixin(ConverterCore):
                 b = s[k]
                 if isinstance(b, bool) or not isinstance(b, (int, float)) or not (0 <= b < math.inf):
                     return None
-            return self.child_rule(items, where), "integers"
+            return self.child_rule(items, where), "integers", None
         return None
 
     def open_string_item(self, items: Any, where: str) -> tuple[str, str] | None:
@@ -344,19 +365,52 @@ class UniqueItemsMixin(ConverterCore):
             return None
         return item, "strings with infinitely many continuations after every prefix"
 
+    def bounded_string_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
+        """A string item with ``maxLength`` or a ``pattern``/``format`` the probe did not prove
+        open-ended: the item rule, what its items are and how many values it has (None: more
+        than the engine counts), when the engine can count the values after every prefix of its
+        automaton (``probe_item_values``: a quoted JSON string terminal, cpp/item_values.hpp) -
+        the matcher then refuses the prefixes whose every value the array holds; None
+        otherwise (the attempt leaves no trace)."""
+        from corral import _native
+
+        saved = self.snapshot()
+        item = self.child_rule(items, where)
+        body = self.rules.get(item, "")
+        try:
+            n = _native.probe_item_values(body, self.opt.max_product_states, {}) if body else -1
+        except corral_errors.CompileError:
+            n = -1
+        if n < 1:
+            self.restore(saved)
+            return None
+        what = "strings with finitely many values after some prefix (the matcher counts them)"
+        return item, what, (n if n < _MANY_VALUES else None)
+
     def distinct_array(
         self, schema: dict[str, Any], pointer: str, items: Any, lo: int, hi: int | None
     ) -> str | None:
-        """The array as a distinct group when its items are free values (distinct_item): exact
-        when maxItems is at most ``max_unique_items``, else capped there; None otherwise (also
-        when minItems is over the cap)."""
+        """The array as a distinct group when its items are free values or counted strings
+        (distinct_item): exact when maxItems is at most ``max_unique_items`` (or the items
+        have at most that many values), else capped there; None otherwise (also when minItems
+        is over the cap). Raises _NoValue when minItems needs more distinct values than the
+        items have."""
         cap = self.opt.max_unique_items
         if hi == 0 or cap == 0 or lo > cap:
             return None
         found = self.distinct_item(items, _ptr(pointer, "items"))
         if found is None:
             return None
-        item, what = found
+        item, what, values = found
+        if values is not None:
+            if lo > values:
+                raise _NoValue(
+                    f"minItems {lo} needs more distinct items than the {values} values the items"
+                    " schema allows",
+                    _ptr(pointer, "uniqueItems"),
+                )
+            if hi is None or hi > values:
+                hi = values  # (every value written: the array can only close)
         detail = f"{what}, kept distinct by the matcher (it remembers each closed item)"
         capped_at = None
         if hi is None or hi > cap:

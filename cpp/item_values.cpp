@@ -1,0 +1,308 @@
+// item_values.cpp — see item_values.hpp.
+#include "item_values.hpp"
+
+#include <algorithm>
+#include <deque>
+
+namespace corral {
+namespace {
+
+// Decoder contexts of a JSON string read byte by byte.
+enum Ctx : std::uint8_t {
+  kUnset,
+  kOpen,  // before the opening quote
+  kB,     // between characters
+  kR1,    // inside a raw UTF-8 character, 1..3 continuation bytes to go
+  kR2,
+  kR3,
+  kE,     // after `\`
+  kU0,    // after `\u` and 0..3 hex digits (d: the first was d/D; h: a high surrogate so far)
+  kU1,
+  kU1d,
+  kU2,
+  kU2h,
+  kU3,
+  kU3h,
+  kHS,    // after a high surrogate: `\u` and a low one must follow
+  kHE,
+  kHU0,
+  kHU1,
+  kEnd,   // after the closing quote
+  kBad,
+};
+
+bool is_hex(std::uint8_t b) { return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
+
+std::uint8_t step(std::uint8_t c, std::uint8_t b) {
+  switch (c) {
+    case kOpen: return b == '"' ? kB : kBad;
+    case kB:
+      if (b == '"') return kEnd;
+      if (b == '\\') return kE;
+      if (b >= 0x20 && b < 0x80) return kB;
+      if (b >= 0xC2 && b <= 0xDF) return kR1;
+      if (b >= 0xE0 && b <= 0xEF) return kR2;
+      if (b >= 0xF0 && b <= 0xF4) return kR3;
+      return kBad;
+    case kR1: return b >= 0x80 && b <= 0xBF ? kB : kBad;
+    case kR2: return b >= 0x80 && b <= 0xBF ? kR1 : kBad;
+    case kR3: return b >= 0x80 && b <= 0xBF ? kR2 : kBad;
+    case kE:
+      if (b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't') return kB;
+      return b == 'u' ? kU0 : kBad;
+    case kU0: return b == 'd' || b == 'D' ? kU1d : is_hex(b) ? kU1 : kBad;
+    case kU1d:
+      if ((b >= '8' && b <= '9') || (b >= 'a' && b <= 'b') || (b >= 'A' && b <= 'B')) return kU2h;
+      return is_hex(b) ? kU2 : kBad;
+    case kU1: return is_hex(b) ? kU2 : kBad;
+    case kU2: return is_hex(b) ? kU3 : kBad;
+    case kU2h: return is_hex(b) ? kU3h : kBad;
+    case kU3: return is_hex(b) ? kB : kBad;
+    case kU3h: return is_hex(b) ? kHS : kBad;
+    case kHS: return b == '\\' ? kHE : kBad;
+    case kHE: return b == 'u' ? kHU0 : kBad;
+    case kHU0: return b == 'd' || b == 'D' ? kHU1 : kBad;
+    // (then two hex digits, as after `\u00`: the minimal automaton shares those states)
+    case kHU1: return (b >= 'c' && b <= 'f') || (b >= 'C' && b <= 'F') ? kU2 : kBad;
+    default: return kBad;
+  }
+}
+
+bool raw_context(std::uint8_t c) { return c == kB || c == kR1 || c == kR2 || c == kR3; }
+
+// The canonical spellings of the characters that have no raw one (json.dumps, ensure_ascii=False).
+const std::vector<std::string>& canonical_escapes() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v = {"\\\"", "\\\\", "\\b", "\\f", "\\n", "\\r", "\\t"};
+    const char* hex = "0123456789abcdef";
+    for (int c = 0; c < 0x20; ++c) {
+      if (c == 0x08 || c == 0x09 || c == 0x0A || c == 0x0C || c == 0x0D) continue;
+      v.push_back(std::string("\\u00") + hex[c >> 4] + hex[c & 15]);
+    }
+    return v;
+  }();
+  return all;
+}
+
+std::int32_t walk(const Dfa& d, std::int32_t s, std::string_view bytes) {
+  for (char ch : bytes) {
+    if (s < 0) return s;
+    s = d.next(s, static_cast<std::uint8_t>(ch));
+  }
+  return s;
+}
+
+std::uint32_t add_capped(std::uint32_t a, std::uint64_t b, std::uint32_t cap) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(cap, a + b));
+}
+
+}  // namespace
+
+bool ItemValues::closed(std::int32_t state) const { return ctx[static_cast<std::size_t>(state)] == kEnd; }
+
+std::uint32_t ItemValues::adds(std::int32_t from, std::int32_t to) const {
+  const std::uint8_t a = ctx[static_cast<std::size_t>(from)], b = ctx[static_cast<std::size_t>(to)];
+  if (raw_context(a)) return raw_context(b) ? 1 : 0;  // (`\` starts an escape; `"` closes)
+  return a != kOpen && b == kB ? 1 : 0;
+}
+
+ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t small) {
+  ItemValues iv;
+  iv.cap = cap;
+  iv.small = small;
+  const std::uint32_t n = d.num_states();
+  if (n == 0 || d.empty_language() || d.accepting(d.start())) return iv;
+  // 1. One decoder context per state, from the start state (before the opening quote).
+  iv.ctx.assign(n, kUnset);
+  std::vector<std::vector<std::uint32_t>> pred(n);
+  std::vector<std::int32_t> todo{d.start()};
+  iv.ctx[static_cast<std::size_t>(d.start())] = kOpen;
+  while (!todo.empty()) {
+    const std::int32_t s = todo.back();
+    todo.pop_back();
+    const std::uint8_t c = iv.ctx[static_cast<std::size_t>(s)];
+    if (d.accepting(s) != (c == kEnd)) return iv;  // only the closing quote accepts
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(s, static_cast<std::uint8_t>(b));
+      if (t < 0) continue;
+      const std::uint8_t nc = step(c, static_cast<std::uint8_t>(b));
+      if (nc == kBad) return iv;  // a byte no JSON string has there
+      std::uint8_t& tc = iv.ctx[static_cast<std::size_t>(t)];
+      if (tc == kUnset) {
+        tc = nc;
+        todo.push_back(t);
+      } else if (tc != nc) {
+        return iv;  // one state, two contexts
+      }
+      pred[static_cast<std::size_t>(t)].push_back(static_cast<std::uint32_t>(s));
+    }
+  }
+  // 2. Counts of the raw-context states (Kahn's algorithm from the states with no successor).
+  iv.count.assign(n, 0);
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> out(n);  // (target, paths)
+  std::vector<std::uint32_t> close(n, 0);
+  for (std::uint32_t s = 0; s < n; ++s) {
+    const std::uint8_t c = iv.ctx[s];
+    if (!raw_context(c)) continue;
+    auto& e = out[s];
+    const auto si = static_cast<std::int32_t>(s);
+    for (int b = 0; b < 256; ++b) {
+      if (c == kB && (b == '"' || b == '\\')) continue;
+      const std::int32_t t = d.next(si, static_cast<std::uint8_t>(b));
+      if (t >= 0) e.emplace_back(static_cast<std::uint32_t>(t), 1);
+    }
+    if (c == kB) {
+      const std::int32_t q = d.next(si, '"');
+      close[s] = q >= 0 && d.accepting(q) ? 1 : 0;
+      for (const std::string& esc : canonical_escapes()) {
+        const std::int32_t t = walk(d, si, esc);
+        if (t >= 0) e.emplace_back(static_cast<std::uint32_t>(t), 1);
+      }
+    }
+    std::sort(e.begin(), e.end());
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (w > 0 && e[w - 1].first == e[i].first) {
+        e[w - 1].second += e[i].second;
+      } else {
+        e[w++] = e[i];
+      }
+    }
+    e.resize(w);
+  }
+  std::vector<std::vector<std::uint32_t>> rev(n);
+  std::vector<std::uint32_t> left(n, 0);
+  std::vector<std::uint32_t> ready;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (!raw_context(iv.ctx[s])) continue;
+    left[s] = static_cast<std::uint32_t>(out[s].size());
+    for (const auto& [t, m] : out[s]) rev[t].push_back(s);
+    if (left[s] == 0) ready.push_back(s);
+  }
+  std::vector<char> done(n, 0);
+  while (!ready.empty()) {
+    const std::uint32_t s = ready.back();
+    ready.pop_back();
+    std::uint32_t v = close[s];
+    for (const auto& [t, m] : out[s]) v = add_capped(v, static_cast<std::uint64_t>(m) * iv.count[t], cap);
+    iv.count[s] = v;
+    done[s] = 1;
+    for (std::uint32_t p : rev[s])
+      if (--left[p] == 0) ready.push_back(p);
+  }
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (raw_context(iv.ctx[s]) && !done[s]) iv.count[s] = cap;  // reaches a cycle
+  // 3. Escape states: the count after one way of finishing the character (a lower bound);
+  // the start state: the count after the opening quote; the closed state: one value (itself).
+  for (std::uint32_t s = 0; s < n; ++s) {
+    const std::uint8_t c = iv.ctx[s];
+    if (raw_context(c) || c == kUnset) continue;
+    if (c == kEnd) {
+      iv.count[s] = 1;
+      continue;
+    }
+    std::int32_t q = static_cast<std::int32_t>(s);
+    for (int guard = 0; guard < 16 && q >= 0 && !raw_context(iv.ctx[static_cast<std::size_t>(q)]); ++guard) {
+      std::int32_t nq = -1;
+      for (int b = 0; b < 256 && nq < 0; ++b) {
+        const std::int32_t t = d.next(q, static_cast<std::uint8_t>(b));
+        if (t >= 0 && iv.ctx[static_cast<std::size_t>(t)] != kEnd) nq = t;
+      }
+      q = nq;
+    }
+    iv.count[s] = q >= 0 && raw_context(iv.ctx[static_cast<std::size_t>(q)]) ? iv.count[static_cast<std::size_t>(q)] : 0;
+  }
+  const std::int32_t first = d.next(d.start(), '"');
+  iv.total = first >= 0 ? iv.count[static_cast<std::size_t>(first)] : 0;
+  // 4. Distances to the states that may be dead ends for a group holding `small` values.
+  iv.dist.assign(n, UINT32_MAX);
+  std::deque<std::uint32_t> q;
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (iv.ctx[s] != kUnset && iv.ctx[s] != kEnd && iv.count[s] <= small) {
+      iv.dist[s] = 0;
+      q.push_back(s);
+      iv.finite_somewhere = true;
+    }
+  while (!q.empty()) {
+    const std::uint32_t s = q.front();
+    q.pop_front();
+    for (std::uint32_t p : pred[s])
+      if (iv.dist[p] == UINT32_MAX) {
+        iv.dist[p] = iv.dist[s] + 1;
+        q.push_back(p);
+      }
+  }
+  iv.ok = true;
+  return iv;
+}
+
+namespace {
+
+struct Enumerator {
+  const Dfa& d;
+  const ItemValues& iv;
+  const ValueSets& values;
+  std::uint32_t set;
+  std::uint32_t held;
+  std::string& text;
+
+  bool held_value() {
+    text.push_back('"');
+    const bool h = values.has(set, value_hash(text));
+    text.pop_back();
+    return h;
+  }
+  bool sub(std::int32_t t, std::string_view bytes) {
+    const std::size_t at = text.size();
+    text.append(bytes);
+    const bool r = all_held(t);
+    text.resize(at);
+    return r;
+  }
+  // Is the value of every completion from `s` (the text so far in `text`) held?
+  bool all_held(std::int32_t s) {
+    const std::uint8_t c = iv.ctx[static_cast<std::size_t>(s)];
+    if (c == kEnd) return false;  // (not called on a closed item)
+    // More values than held (for a state inside an escape, the count is a lower bound).
+    if (iv.count[static_cast<std::size_t>(s)] > held) return false;
+    if (c == kB) {
+      const std::int32_t q = d.next(s, '"');
+      const bool closes = q >= 0 && d.accepting(q);
+      if (closes && !held_value()) return false;
+      if (closes && iv.count[static_cast<std::size_t>(s)] == 1) return true;  // (its only value)
+      for (const std::string& esc : canonical_escapes()) {
+        const std::int32_t t = walk(d, s, esc);
+        if (t >= 0 && !sub(t, esc)) return false;
+      }
+    }
+    for (int b = 0; b < 256; ++b) {
+      const auto byte = static_cast<std::uint8_t>(b);
+      if (c == kB && (b == '"' || b == '\\')) continue;  // (the close and the escapes: above)
+      // Inside an escape begun in the prefix, one case of each hex letter: the other spells
+      // the same character.
+      if (!raw_context(c) && b >= 'A' && b <= 'F' && d.next(s, static_cast<std::uint8_t>(b + 32)) >= 0) continue;
+      const std::int32_t t = d.next(s, byte);
+      if (t < 0) continue;
+      if (c == kOpen) return sub(t, std::string_view("\"", 1));
+      const char ch = static_cast<char>(b);
+      if (!sub(t, std::string_view(&ch, 1))) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+bool prefix_dead(const Dfa& d, const ItemValues& iv, std::int32_t state, std::string& text, const ValueSets& values,
+                 const std::vector<std::uint32_t>& sets) {
+  if (sets.empty()) return false;
+  for (std::uint32_t set : sets) {
+    const std::uint32_t held = values.count(set);
+    if (!iv.maybe_dead(state, held)) return false;
+    Enumerator e{d, iv, values, set, held, text};
+    if (!e.all_held(state)) return false;
+  }
+  return true;
+}
+
+}  // namespace corral
