@@ -253,14 +253,19 @@ class ObjectKeysMixin(ConverterCore):
             return out
 
         key_pieces = keys.pieces if keys is not None else []
-        saved = self.snapshot()
         classes: list[Class] = []
         use_pp, use_keys = bool(pattern_props) and pp_reason is None, keys is not None
+        # Only patterns and propertyNames pieces are probed (key_classes, regular_string), so
+        # without them build cannot give up and there is nothing to undo: no snapshot (a copy
+        # of every rule so far, per object - quadratic in a schema's objects).
+        saved = self.snapshot() if use_pp or key_pieces else None
         while True:
             try:
                 classes = build(use_pp, key_pieces if use_keys else [])
                 break
             except _TooBig as e:
+                if saved is None:
+                    raise
                 self.restore(saved)
                 if use_pp:
                     why = str(e.args[0]) if e.args else ""
