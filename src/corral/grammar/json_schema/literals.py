@@ -76,11 +76,9 @@ class LiteralsMixin(ConverterCore):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             if isinstance(v, float) and not math.isfinite(v):
                 raise SchemaError("enum/const number is not finite", pointer)
-            d = Decimal(str(v))
-            # Under an integer type only the canonical integer spelling is generated (older
-            # drafts do not count 2.0 as an integer).
-            as_integer = integer_only and d == d.to_integral_value()
-            return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
+            text = str(v)
+            # (Memoised for short spellings only: a cache entry's size follows the number's.)
+            return (_number_literal_memo if len(text) <= 40 else _number_literal)(text, integer_only)
         if isinstance(v, str):
             return self.jstr(re.escape(v))
         ws = self.ws
@@ -101,6 +99,20 @@ class LiteralsMixin(ConverterCore):
             )
             return f'"{{" {ws} {members} {ws} "}}"'
         raise SchemaError(f"unsupported enum/const value {v!r}", pointer)
+
+
+def _number_literal(text: str, integer_only: bool) -> str:
+    """The terminal for every JSON spelling of the number ``Decimal(text)``."""
+    d = Decimal(text)
+    # Under an integer type only the canonical integer spelling is generated (older drafts do
+    # not count 2.0 as an integer).
+    as_integer = integer_only and d == d.to_integral_value()
+    return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
+
+
+# By its text (the same values, 0, 1, 100, come back in enum after enum, and the range regex
+# builder was a tenth of converting them); the text determines the Decimal exactly.
+_number_literal_memo = lru_cache(maxsize=4096)(_number_literal)
 
 
 def _satisfies(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
