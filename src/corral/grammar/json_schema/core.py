@@ -26,7 +26,8 @@ Invariants:
 * ``post_marks`` counts keywords not enforced exactly; a rule whose build raised it is inexact,
   and so is every rule that uses it (``exact_child`` reports that).
 * ``snapshot``/``restore`` cover every piece of mutable state an attempt can change except
-  the counter that only makes rule names unique (``counter``) and the product memo
+  the counter that only makes rule names unique (``counter``), the patterns ``check_regex``
+  accepted (``regexes_checked``, a fact about the pattern) and the product memo
   (``products``, ``product_total``): the products of an undone attempt still count toward
   ``max_product_states_total``, which only errs on the side of fewer states.
 * Every subschema whose body is built passes ``check_time``: conversion stops within one
@@ -145,6 +146,9 @@ class ConverterCore:
         # uses it. Variants that must be exact (items that count as `contains` matches) check it.
         self.post_marks = 0
         self.inexact: set[str] = set()
+        # Pattern regexes check_regex accepted (one engine call each, however many subschemas
+        # share the pattern: a $ref'd id pattern is met once per use).
+        self.regexes_checked: set[str] = set()
         # Product automata written so far (expression -> DFA states) and their total.
         self.products: dict[str, int] = {}
         self.product_total = 0

@@ -163,11 +163,12 @@ class StringsMixin(ConverterCore):
         except re.error as e:
             raise SchemaError(f"pattern is not a valid regular expression: {e}", where) from None
         rx = _unanchored(_ascii_classes(pat) if ascii_classes else pat)
-        if self.check_regex is not None:
+        if self.check_regex is not None and rx not in self.regexes_checked:
             try:
                 self.check_regex(rx)
             except CompileError as e:
                 raise UnsupportedSchemaError(f"pattern {pat!r}: {e.message}", where) from None
+            self.regexes_checked.add(rx)
         return rx
 
     def regular_string(self, pieces: list[str], minus: list[str] | None = None) -> str | None:
