@@ -204,7 +204,15 @@ class ObjectKeysMixin(ConverterCore):
         ``patternProperties`` and then ``propertyNames`` are checked after decoding instead."""
         pp_where = _ptr(pointer, "patternProperties")
         pn_where = _ptr(pointer, "propertyNames")
-        declared = ["|".join(re.escape(n) for n in names)] if names else []
+        made: list[list[str]] = []
+
+        def declared() -> list[str]:
+            """The declared names as one regex to subtract, made when a product first needs it
+            (most objects have no product key: their extra key is extra_key's complement)."""
+            if not made:
+                made.append(["|".join(re.escape(n) for n in names)] if names else [])
+            return made[0]
+
         pp_reason: str | None = None
         prx: dict[str, str] = {}
         for pat in pattern_props:
@@ -220,7 +228,8 @@ class ObjectKeysMixin(ConverterCore):
             if "propertyNames" in schema:
                 self.note(pn_where, "propertyNames", "enforced")
             return None, None
-        Class = tuple[list[str], list[str], str, str]  # key pieces, key minus, key rule, value rule
+        # key pieces, key minus (None: the declared names only), key rule, value rule
+        Class = tuple[list[str], list[str] | None, str, str]
 
         def build(use_pp: bool, pieces: list[str]) -> list[Class]:
             out: list[Class] = []
@@ -238,8 +247,9 @@ class ObjectKeysMixin(ConverterCore):
                     continue
                 k_pieces = [*pieces, *(groups[g][0] for g in inside)]
                 others = [groups[g][0] for g in rivals]
-                k_minus = [*(["|".join(f"(?:{rx})" for rx in others)] if others else []), *declared]
-                if k_pieces or k_minus != declared:
+                k_minus: list[str] | None = None
+                if k_pieces or others:
+                    k_minus = [*(["|".join(f"(?:{rx})" for rx in others)] if others else []), *declared()]
                     key = self.regular_string(k_pieces, k_minus)
                 else:
                     key = self.extra_key(names)  # any other name: no product needed
@@ -299,7 +309,7 @@ class ObjectKeysMixin(ConverterCore):
             )
         members = [f"{key} {colon} {value}" for _, _, key, value in classes]
         extra = members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
-        if len(classes) == 1 and not classes[0][0] and classes[0][1] == declared:
+        if len(classes) == 1 and not classes[0][0] and classes[0][1] is None:
             # Any key but the declared names: keys longer than every declared name, the j-th of
             # length longest + 1 + j modulo n, so the n keys differ from each other.
             longest = max((len(n) for n in names), default=0)
@@ -316,7 +326,8 @@ class ObjectKeysMixin(ConverterCore):
             alts = []
             for k_pieces, k_minus, _, value in classes:
                 try:
-                    key = self.regular_string([*k_pieces, f"(?s:.){{{j}}}(?:(?s:.){{{n}}})*"], k_minus)
+                    minus = declared() if k_minus is None else k_minus
+                    key = self.regular_string([*k_pieces, f"(?s:.){{{j}}}(?:(?s:.){{{n}}})*"], minus)
                 except _TooBig:
                     return None
                 if key is not None:
