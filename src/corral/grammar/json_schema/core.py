@@ -336,7 +336,7 @@ class ConverterCore:
             ):
                 self.post_marks += 1  # (recursion: exactness unknown yet, assume not)
             return hit
-        base = pointer.split("@")[0]
+        base = pointer.partition("@")[0]
         name = self.new_rule(base.rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
         if ck:
@@ -426,11 +426,12 @@ class ConverterCore:
         if "$dynamicRef" in schema or "$recursiveRef" in schema:
             key = "$dynamicRef" if "$dynamicRef" in schema else "$recursiveRef"
             raise UnsupportedSchemaError(f"{key} is not supported", _ptr(pointer, key))
-        merged = self.merge_all_of(schema, pointer)
-        hit = self.merged_hit(schema, merged, pointer)
-        if hit is not None:
-            return hit
-        schema = merged
+        if "allOf" in schema:  # (else merging returns the schema itself)
+            merged = self.merge_all_of(schema, pointer)
+            hit = self.merged_hit(schema, merged, pointer)
+            if hit is not None:
+                return hit
+            schema = merged
         for key in schema.get(_UNMERGED, []):
             self.cannot_enforce(
                 _ptr(pointer, "allOf"), key, "allOf with two different values: one is checked after decoding"

@@ -324,7 +324,8 @@ class ObjectsMixin(ConverterCore):
         opening, sep, closing, _colon = self.layout()
 
         def member(i: int, text: str, req: bool) -> str:
-            needs = sorted(dep_index.get(i, set()) - {i})
+            deps = dep_index.get(i)
+            needs = sorted(deps - {i}) if deps else ()
             mark = ("!" if req else "") + ("^{" + ",".join(map(str, needs)) + "} " if needs else "")
             return f"{mark}( {text} )"
 
