@@ -1,18 +1,23 @@
 """The converter's memos answer as the work they save would, and stay bounded.
 
-Process-wide: the number-literal terminals (literals._number_literal_memo), the complement of a
-list of names (patterns._not_in_regex_of). Per conversion: the patterns check_regex accepted.
+Process-wide: the number-literal terminals (literals._number_literal_memo), the number-range
+regexes (numeric._range_regex_of), the complement of a list of names (patterns._not_in_regex_of).
+Per conversion: the patterns check_regex accepted.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
+from decimal import Decimal
 
 import pytest
 
 from corral.errors import CompileError, UnsupportedSchemaError
+from corral.grammar import numbers
 from corral.grammar.json_schema import SchemaOptions, schema_to_grammar
 from corral.grammar.json_schema.literals import _number_literal, _number_literal_memo
+from corral.grammar.json_schema.numeric import _range_regex, _range_regex_of
 from corral.grammar.json_schema.patterns import _not_in_regex_of
 
 NUMBERS = [0, 1, -1, 7, 2.0, -0.0, 1.5, 0.1, -2.25, 1e-7, 1.7976931348623157e308, 10**20, -(10**30) + 7]
@@ -37,6 +42,31 @@ def test_number_literal_memo_is_bounded_and_skips_long_numbers() -> None:
     # 3 and 3.0 are two entries; the 61-digit number is converted without being kept.
     assert _number_literal_memo.cache_info().currsize == 2
     assert _number_literal(str(10**60), False) in text
+
+
+BOUNDS = [None, Decimal("0"), Decimal("0.0"), Decimal("-0"), Decimal("1"), Decimal("1.0"), Decimal("-2.5")]
+
+
+def test_range_regex_memo_equals_a_cold_call() -> None:
+    _range_regex_of.cache_clear()
+    for lo, hi in itertools.product(BOUNDS, BOUNDS):
+        for lo_x, hi_x, integer, exp in itertools.product([False, True], repeat=4):
+            args = {"exclusive_minimum": lo_x, "exclusive_maximum": hi_x, "integer": integer}
+            try:
+                cold = numbers.number_regex(lo, hi, **args, allow_exponent=exp)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    _range_regex(lo, hi, lo_x, hi_x, integer, exp)
+                continue
+            assert _range_regex(lo, hi, lo_x, hi_x, integer, exp) == cold
+            assert _range_regex(lo, hi, lo_x, hi_x, integer, exp) == cold  # (the memoised answer)
+    info = _range_regex_of.cache_info()
+    assert info.maxsize == 4096 and info.hits > 0
+    _range_regex_of.cache_clear()
+    huge = Decimal(10**100)
+    cold = numbers.number_regex(huge, None, integer=True)
+    assert _range_regex(huge, None, False, False, True, True) == cold
+    assert _range_regex_of.cache_info().currsize == 0  # (long bounds are not kept)
 
 
 def test_check_regex_runs_once_per_distinct_pattern() -> None:
