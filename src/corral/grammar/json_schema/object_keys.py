@@ -45,6 +45,11 @@ class _Keys:
     test: Callable[[str], bool]  # exactly: does a name satisfy propertyNames?
 
 
+# One class of undeclared keys as extra_members writes it: key pieces, key minus (None: the
+# declared names only), key rule, value rule.
+_KeyClass = tuple[list[str], list[str] | None, str, str]
+
+
 class ObjectKeysMixin(ConverterCore):
     def key_language(self, schema: dict[str, Any], pointer: str) -> _Keys | None:
         """What ``propertyNames`` allows, as full-match regexes for the grammar plus an exact
@@ -148,6 +153,8 @@ class ObjectKeysMixin(ConverterCore):
         enumerating 2**n subsets. A class may still turn out empty (its product is probed when
         written). Raises _TooBig past _MAX_KEY_CLASSES classes or when a key could match more
         than ``max_key_patterns`` groups at once."""
+        if not groups:
+            return [([], [])]  # (most objects: one class, the keys no pattern matches)
         overlap: dict[tuple[int, int], bool] = {}
 
         def overlaps(a: int, b: int) -> bool:
@@ -228,11 +235,9 @@ class ObjectKeysMixin(ConverterCore):
             if "propertyNames" in schema:
                 self.note(pn_where, "propertyNames", "enforced")
             return None, None
-        # key pieces, key minus (None: the declared names only), key rule, value rule
-        Class = tuple[list[str], list[str] | None, str, str]
 
-        def build(use_pp: bool, pieces: list[str]) -> list[Class]:
-            out: list[Class] = []
+        def build(use_pp: bool, pieces: list[str]) -> list[_KeyClass]:
+            out: list[_KeyClass] = []
             groups = _groups(pattern_props, prx) if use_pp else []
             for inside, rivals in self.key_classes(groups, pieces):
                 if inside:
@@ -263,7 +268,7 @@ class ObjectKeysMixin(ConverterCore):
             return out
 
         key_pieces = keys.pieces if keys is not None else []
-        classes: list[Class] = []
+        classes: list[_KeyClass] = []
         use_pp, use_keys = bool(pattern_props) and pp_reason is None, keys is not None
         # Only patterns and propertyNames pieces are probed (key_classes, regular_string), so
         # without them build cannot give up and there is nothing to undo: no snapshot (a copy
