@@ -269,7 +269,10 @@ _TYPE_TESTS: dict[str, Any] = {
 def _type_check(types: Any, value: Any) -> bool | None:
     """`value` against a ``type`` keyword; None when the keyword is not a plain, well-formed
     one (the validator then decides and reports it)."""
-    names = [types] if isinstance(types, str) else types
+    if isinstance(types, str):  # (the usual form: one name)
+        test = _TYPE_TESTS.get(types)
+        return None if test is None else bool(test(value))
+    names = types
     if not isinstance(names, list) or not names:
         return None
     tests = [_TYPE_TESTS.get(n) for n in names if isinstance(n, str)]
