@@ -63,15 +63,13 @@ def check_value(value: Any, limit: int, limit_name: str, what: str, ids: set[int
     """Raise ``LimitExceeded`` naming the JSON pointer where `value` (dicts and lists) nests
     deeper than `limit`. A value that contains itself is reported as too deep. `ids`, when
     given, receives the ``id`` of every dict and list in `value` (one walk for both)."""
+    if not isinstance(value, (dict, list)):
+        return
+    # Only containers are stacked (it walks every schema before conversion: a tight loop).
     stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
+        node, depth = pop()
         if ids is not None:
             ids.add(id(node))
         if depth > limit:
@@ -82,7 +80,10 @@ def check_value(value: Any, limit: int, limit_name: str, what: str, ids: set[int
                 limit,
                 f"{what} nests more than {limit_name}={limit} arrays/objects deep (at {where})",
             )
-        stack.extend((v, depth + 1) for v in children if isinstance(v, (dict, list)))
+        depth += 1
+        for v in node.values() if isinstance(node, dict) else node:
+            if isinstance(v, (dict, list)):
+                push((v, depth))
 
 
 def _pointer_at(value: Any, limit: int) -> str:

@@ -225,11 +225,22 @@ def _unmerged(schema: dict[str, Any], key: str) -> list[str]:
     return list(dict.fromkeys([*schema.get(_UNMERGED, []), key]))
 
 
+# The keywords _merge_groups reads (it changes nothing when neither side has one).
+_GROUPED = frozenset(
+    {
+        *(_UNMERGED, "contains", "minContains", "maxContains", "if", "then", "else", "multipleOf"),
+        *("dependentRequired", "dependentSchemas", "dependencies"),
+    }
+)
+
+
 def _merge_groups(out: dict[str, Any], b: dict[str, Any]) -> None:
     """The keywords _merge cannot intersect key by key: `contains` with its counts (two different
     contains need two different matching items), `multipleOf` (the least common multiple), and
     the dependency maps (per key). What cannot be merged moves from `b` to the _UNMERGED list of
     `out`: the grammar enforces `out`'s value and reports the other as checked after decoding."""
+    if _GROUPED.isdisjoint(out) and _GROUPED.isdisjoint(b):
+        return  # (most merges: nothing below would change either side)
     unmerged: list[str] = list(out.get(_UNMERGED, [])) + list(b.pop(_UNMERGED, []))
     for side in (out, b):
         if "contains" not in side:  # minContains/maxContains alone constrain nothing

@@ -26,7 +26,8 @@ Invariants:
 * ``post_marks`` counts keywords not enforced exactly; a rule whose build raised it is inexact,
   and so is every rule that uses it (``exact_child`` reports that).
 * ``snapshot``/``restore`` cover every piece of mutable state an attempt can change except
-  the counter that only makes rule names unique (``counter``) and the product memo
+  the counter that only makes rule names unique (``counter``), the patterns ``check_regex``
+  accepted (``regexes_checked``, a fact about the pattern) and the product memo
   (``products``, ``product_total``): the products of an undone attempt still count toward
   ``max_product_states_total``, which only errs on the side of fewer states.
 * Every subschema whose body is built passes ``check_time``: conversion stops within one
@@ -43,6 +44,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
@@ -144,6 +146,9 @@ class ConverterCore:
         # uses it. Variants that must be exact (items that count as `contains` matches) check it.
         self.post_marks = 0
         self.inexact: set[str] = set()
+        # Pattern regexes check_regex accepted (one engine call each, however many subschemas
+        # share the pattern: a $ref'd id pattern is met once per use).
+        self.regexes_checked: set[str] = set()
         # Product automata written so far (expression -> DFA states) and their total.
         self.products: dict[str, int] = {}
         self.product_total = 0
@@ -162,8 +167,8 @@ class ConverterCore:
 
     def new_rule(self, hint: str) -> str:
         self.counter += 1
-        name = re.sub(r"[^A-Za-z0-9_-]", "-", hint)[:40].strip("-") or "n"
-        return f"s{self.counter}-{name}"
+        # (The substitution maps character to character: the first 40 of the hint decide.)
+        return f"s{self.counter}-{_rule_hint(hint[:40])}"
 
     def layout(self) -> tuple[str, str, str, str]:
         """(after the opening bracket, between items, before the closing bracket, between a
@@ -312,10 +317,11 @@ class ConverterCore:
             ck = ck + self.depth_tag() if ck else None
         # A subschema no value satisfies stays that way: its reserved rule (empty text) must
         # never be returned as if it were built.
-        for key in (pointer, ck, nk):
-            failed = self.failed.get(key) if key is not None else None
-            if failed is not None:
-                raise _NoValue(failed.message, failed.pointer)
+        if self.failed:
+            for key in (pointer, ck, nk):
+                failed = self.failed.get(key) if key is not None else None
+                if failed is not None:
+                    raise _NoValue(failed.message, failed.pointer)
         hit = self.by_pointer.get(pointer) or (self.by_content.get(ck) if ck else None)
         if hit is None and nk is not None:
             hit = self.by_node.get(nk)
@@ -330,7 +336,8 @@ class ConverterCore:
             ):
                 self.post_marks += 1  # (recursion: exactness unknown yet, assume not)
             return hit
-        name = self.new_rule(pointer.split("@")[0].rsplit("/", 1)[-1] or "root")
+        base = pointer.partition("@")[0]
+        name = self.new_rule(base.rsplit("/", 1)[-1] or "root")
         self.by_pointer[pointer] = name
         if ck:
             self.by_content[ck] = name
@@ -339,13 +346,13 @@ class ConverterCore:
         self.rules[name] = ""  # reserve (recursion may refer to it before it is built)
         self.in_progress.add(name)
         marks = self.post_marks
-        self.descend(pointer.split("@")[0])
+        self.descend(base)
         # Node keys this rule answers for: its own, and its schema's after allOf merging
         # (value_body adds that one, see merged_hit).
         nodes = [nk] if nk is not None else []
         self.building.append((name, nodes))
         try:
-            body = self.value_body(schema, pointer.split("@")[0] if self.pretty else pointer)
+            body = self.value_body(schema, base if self.pretty else pointer)
         except _NoValue as e:
             for key in (pointer, ck, *nodes):
                 if key is not None:
@@ -416,14 +423,15 @@ class ConverterCore:
             raise SchemaError(
                 f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer
             )
-        for key in ("$dynamicRef", "$recursiveRef"):
-            if key in schema:
-                raise UnsupportedSchemaError(f"{key} is not supported", _ptr(pointer, key))
-        merged = self.merge_all_of(schema, pointer)
-        hit = self.merged_hit(schema, merged, pointer)
-        if hit is not None:
-            return hit
-        schema = merged
+        if "$dynamicRef" in schema or "$recursiveRef" in schema:
+            key = "$dynamicRef" if "$dynamicRef" in schema else "$recursiveRef"
+            raise UnsupportedSchemaError(f"{key} is not supported", _ptr(pointer, key))
+        if "allOf" in schema:  # (else merging returns the schema itself)
+            merged = self.merge_all_of(schema, pointer)
+            hit = self.merged_hit(schema, merged, pointer)
+            if hit is not None:
+                return hit
+            schema = merged
         for key in schema.get(_UNMERGED, []):
             self.cannot_enforce(
                 _ptr(pointer, "allOf"), key, "allOf with two different values: one is checked after decoding"
@@ -450,26 +458,27 @@ class ConverterCore:
                     # then/else use something unsupported: as before, check them after decoding
                     # (they are then never compiled).
                     self.restore(saved)
-        for key, rewrite in (("not", self.negation), ("oneOf", self.exclusive_one_of)):
-            # Enforced through complements (composition.py) when expressible; if a complement
-            # needs something unsupported, as before: checked after decoding.
-            if key not in schema or (key == "oneOf" and not self.needs_exclusion(schema, pointer)):
-                continue
-            saved = self.snapshot()
-            rewritten = rewrite(schema, pointer)
-            if rewritten is not None:
-                try:
-                    return self.value_body(rewritten, pointer)
-                except SchemaError as e:
-                    if isinstance(e, _NoValue):
-                        if key == "oneOf" and e.pointer == _ptr(pointer, "anyOf"):
-                            # The rewrite's anyOf is ours, not the user's: name their oneOf.
-                            raise _NoValue(
-                                "no value satisfies exactly one branch of oneOf", _ptr(pointer, "oneOf")
-                            ) from None
-                        raise  # (exact: no value satisfies the schema)
-                    # Unsupported, or an error only the rewritten form meets: as before.
-                    self.restore(saved)
+        if "not" in schema or "oneOf" in schema:  # (most schemas: no bound methods made)
+            for key, rewrite in (("not", self.negation), ("oneOf", self.exclusive_one_of)):
+                # Enforced through complements (composition.py) when expressible; if a complement
+                # needs something unsupported, as before: checked after decoding.
+                if key not in schema or (key == "oneOf" and not self.needs_exclusion(schema, pointer)):
+                    continue
+                saved = self.snapshot()
+                rewritten = rewrite(schema, pointer)
+                if rewritten is not None:
+                    try:
+                        return self.value_body(rewritten, pointer)
+                    except SchemaError as e:
+                        if isinstance(e, _NoValue):
+                            if key == "oneOf" and e.pointer == _ptr(pointer, "anyOf"):
+                                # The rewrite's anyOf is ours, not the user's: name their oneOf.
+                                raise _NoValue(
+                                    "no value satisfies exactly one branch of oneOf", _ptr(pointer, "oneOf")
+                                ) from None
+                            raise  # (exact: no value satisfies the schema)
+                        # Unsupported, or an error only the rewritten form meets: as before.
+                        self.restore(saved)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]
@@ -491,7 +500,8 @@ class ConverterCore:
                 if not alts:
                     raise _NoValue(f"no branch of {key} allows any value", _ptr(pointer, key))
                 return " | ".join(alts)
-        for key in sorted(set(schema) & _POST_CHECKED):
+        post_checked = _POST_CHECKED.intersection(schema)
+        for key in sorted(post_checked) if post_checked else ():
             if key in ("then", "else"):
                 if "if" not in schema:
                     self.note(_ptr(pointer, key), key, "enforced", "no effect without if")
@@ -527,6 +537,8 @@ class ConverterCore:
     # -- types ---------------------------------------------------------------------------------
     def types_of(self, schema: dict[str, Any], pointer: str) -> list[str]:
         t = schema.get("type")
+        if t.__class__ is str and (t in _TYPES or t == "integer"):
+            return [t]  # (the common case, as the general path below would find)
         if t is None:
             types = list(_TYPES)
         else:
@@ -565,3 +577,13 @@ class ConverterCore:
             )
             self.rules["any-member"] = f'{self.jstr("(?s:.)*")} {ws} ":" {ws} any-value'
         return "any-value"
+
+
+_NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@lru_cache(maxsize=4096)
+def _rule_hint(hint: str) -> str:
+    """The readable part of a rule name made from `hint` (at most 40 characters of a property
+    name, a keyword): memoised, as the same names come back in every object and schema."""
+    return _NOT_NAME_CHAR.sub("-", hint).strip("-") or "n"

@@ -76,11 +76,9 @@ class LiteralsMixin(ConverterCore):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             if isinstance(v, float) and not math.isfinite(v):
                 raise SchemaError("enum/const number is not finite", pointer)
-            d = Decimal(str(v))
-            # Under an integer type only the canonical integer spelling is generated (older
-            # drafts do not count 2.0 as an integer).
-            as_integer = integer_only and d == d.to_integral_value()
-            return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
+            text = str(v)
+            # (Memoised for short spellings only: a cache entry's size follows the number's.)
+            return (_number_literal_memo if len(text) <= 40 else _number_literal)(text, integer_only)
         if isinstance(v, str):
             return self.jstr(re.escape(v))
         ws = self.ws
@@ -103,10 +101,28 @@ class LiteralsMixin(ConverterCore):
         raise SchemaError(f"unsupported enum/const value {v!r}", pointer)
 
 
+def _number_literal(text: str, integer_only: bool) -> str:
+    """The terminal for every JSON spelling of the number ``Decimal(text)``."""
+    d = Decimal(text)
+    # Under an integer type only the canonical integer spelling is generated (older drafts do
+    # not count 2.0 as an integer).
+    as_integer = integer_only and d == d.to_integral_value()
+    return _regex_terminal(numbers.number_regex(d, d, integer=as_integer))
+
+
+# By its text (the same values, 0, 1, 100, come back in enum after enum, and the range regex
+# builder was a tenth of converting them); the text determines the Decimal exactly.
+_number_literal_memo = lru_cache(maxsize=4096)(_number_literal)
+
+
 def _satisfies(schema: dict[str, Any], value: Any, pointer: str = "#") -> bool:
     """Does `value` satisfy `schema`? The common siblings of an enum (a type, keywords no
     validator reads) are answered here as draft 2020-12 does, without building a validator per
     value (nor importing jsonschema, ~0.3 s in a fresh process); the rest by _quick_check."""
+    if isinstance(schema, dict) and len(schema) == 1 and "type" in schema:
+        # (The usual sibling: the checks below would all pass but the type's.)
+        known = _type_check(schema["type"], value)
+        return known if known is not None else _quick_check(schema, value, pointer)
     if isinstance(schema, dict) and _VALIDATING.isdisjoint(k for k in schema if k not in _DIRECT):
         known = _type_check(schema["type"], value) if "type" in schema else True
         internal = _internal_check(schema, value)
@@ -253,7 +269,10 @@ _TYPE_TESTS: dict[str, Any] = {
 def _type_check(types: Any, value: Any) -> bool | None:
     """`value` against a ``type`` keyword; None when the keyword is not a plain, well-formed
     one (the validator then decides and reports it)."""
-    names = [types] if isinstance(types, str) else types
+    if isinstance(types, str):  # (the usual form: one name)
+        test = _TYPE_TESTS.get(types)
+        return None if test is None else bool(test(value))
+    names = types
     if not isinstance(names, list) or not names:
         return None
     tests = [_TYPE_TESTS.get(n) for n in names if isinstance(n, str)]

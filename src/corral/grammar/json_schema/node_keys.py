@@ -55,7 +55,7 @@ class NodeKeysMixin(ConverterCore):
                 key = self._structure(schema)
         except RecursionError:  # a built dict nested absurdly deep: not memoised by node
             return None
-        return (key, self.depth_tag())
+        return (key, self.depth_tag() if self.pretty else "")
 
     def _structure(self, node: Any) -> Any:
         if isinstance(node, (dict, list)):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from corral.errors import SchemaError, UnsupportedSchemaError
@@ -72,14 +73,7 @@ class NumbersMixin(ConverterCore):
             # bounds keep that comparison true (stricter within one float step of a bound).
             lo, lo_x, hi, hi_x = f_lo, False, f_hi, False
         try:
-            rx = numbers.number_regex(
-                lo,
-                hi,
-                exclusive_minimum=lo_x,
-                exclusive_maximum=hi_x,
-                integer=integer,
-                allow_exponent=_PLAIN_NUMBERS not in schema and not fraction,
-            )
+            rx = _range_regex(lo, hi, lo_x, hi_x, integer, _PLAIN_NUMBERS not in schema and not fraction)
         except ValueError as e:
             raise _NoValue(f"the number bounds allow no value: {e}", pointer) from None
         if fraction:
@@ -193,3 +187,33 @@ _FRACTION_RX = (
     + "|".join(f"[1-9][0-9]{{{d - 1}}}\\.[0-9]{{0,{14 - d}}}[1-9]" for d in range(1, 15))
     + ")0*"
 )
+
+
+def _range_regex(
+    lo: Decimal | None, hi: Decimal | None, lo_x: bool, hi_x: bool, integer: bool, allow_exponent: bool
+) -> str:
+    """numbers.number_regex for these bounds, memoised by the bounds' text when it is short
+    (a cache entry's size follows the bounds'): the same few ranges (none, >= 0, 1..100) come
+    back in number after number, and building their regex was a tenth of converting them."""
+    lo_t = None if lo is None else str(lo)
+    hi_t = None if hi is None else str(hi)
+    if len(lo_t or "") + len(hi_t or "") <= 80:
+        return _range_regex_of(lo_t, hi_t, lo_x, hi_x, integer, allow_exponent)
+    return _range_regex_of.__wrapped__(lo_t, hi_t, lo_x, hi_x, integer, allow_exponent)
+
+
+@lru_cache(maxsize=4096)
+def _range_regex_of(
+    lo: str | None, hi: str | None, lo_x: bool, hi_x: bool, integer: bool, allow_exponent: bool
+) -> str:
+    # By text, not Decimal: Decimal("1") == Decimal("1.0"), yet they are two spellings of a
+    # bound; the text gives back the Decimal exactly. (A ValueError - no value in range - is
+    # raised again on every call: lru_cache keeps only results.)
+    return numbers.number_regex(
+        None if lo is None else Decimal(lo),
+        None if hi is None else Decimal(hi),
+        exclusive_minimum=lo_x,
+        exclusive_maximum=hi_x,
+        integer=integer,
+        allow_exponent=allow_exponent,
+    )

@@ -45,6 +45,11 @@ class _Keys:
     test: Callable[[str], bool]  # exactly: does a name satisfy propertyNames?
 
 
+# One class of undeclared keys as extra_members writes it: key pieces, key minus (None: the
+# declared names only), key rule, value rule.
+_KeyClass = tuple[list[str], list[str] | None, str, str]
+
+
 class ObjectKeysMixin(ConverterCore):
     def key_language(self, schema: dict[str, Any], pointer: str) -> _Keys | None:
         """What ``propertyNames`` allows, as full-match regexes for the grammar plus an exact
@@ -148,6 +153,8 @@ class ObjectKeysMixin(ConverterCore):
         enumerating 2**n subsets. A class may still turn out empty (its product is probed when
         written). Raises _TooBig past _MAX_KEY_CLASSES classes or when a key could match more
         than ``max_key_patterns`` groups at once."""
+        if not groups:
+            return [([], [])]  # (most objects: one class, the keys no pattern matches)
         overlap: dict[tuple[int, int], bool] = {}
 
         def overlaps(a: int, b: int) -> bool:
@@ -204,7 +211,15 @@ class ObjectKeysMixin(ConverterCore):
         ``patternProperties`` and then ``propertyNames`` are checked after decoding instead."""
         pp_where = _ptr(pointer, "patternProperties")
         pn_where = _ptr(pointer, "propertyNames")
-        declared = ["|".join(re.escape(n) for n in names)] if names else []
+        made: list[list[str]] = []
+
+        def declared() -> list[str]:
+            """The declared names as one regex to subtract, made when a product first needs it
+            (most objects have no product key: their extra key is extra_key's complement)."""
+            if not made:
+                made.append(["|".join(re.escape(n) for n in names)] if names else [])
+            return made[0]
+
         pp_reason: str | None = None
         prx: dict[str, str] = {}
         for pat in pattern_props:
@@ -220,10 +235,9 @@ class ObjectKeysMixin(ConverterCore):
             if "propertyNames" in schema:
                 self.note(pn_where, "propertyNames", "enforced")
             return None, None
-        Class = tuple[list[str], list[str], str, str]  # key pieces, key minus, key rule, value rule
 
-        def build(use_pp: bool, pieces: list[str]) -> list[Class]:
-            out: list[Class] = []
+        def build(use_pp: bool, pieces: list[str]) -> list[_KeyClass]:
+            out: list[_KeyClass] = []
             groups = _groups(pattern_props, prx) if use_pp else []
             for inside, rivals in self.key_classes(groups, pieces):
                 if inside:
@@ -238,8 +252,9 @@ class ObjectKeysMixin(ConverterCore):
                     continue
                 k_pieces = [*pieces, *(groups[g][0] for g in inside)]
                 others = [groups[g][0] for g in rivals]
-                k_minus = [*(["|".join(f"(?:{rx})" for rx in others)] if others else []), *declared]
-                if k_pieces or k_minus != declared:
+                k_minus: list[str] | None = None
+                if k_pieces or others:
+                    k_minus = [*(["|".join(f"(?:{rx})" for rx in others)] if others else []), *declared()]
                     key = self.regular_string(k_pieces, k_minus)
                 else:
                     key = self.extra_key(names)  # any other name: no product needed
@@ -253,14 +268,19 @@ class ObjectKeysMixin(ConverterCore):
             return out
 
         key_pieces = keys.pieces if keys is not None else []
-        saved = self.snapshot()
-        classes: list[Class] = []
+        classes: list[_KeyClass] = []
         use_pp, use_keys = bool(pattern_props) and pp_reason is None, keys is not None
+        # Only patterns and propertyNames pieces are probed (key_classes, regular_string), so
+        # without them build cannot give up and there is nothing to undo: no snapshot (a copy
+        # of every rule so far, per object - quadratic in a schema's objects).
+        saved = self.snapshot() if use_pp or key_pieces else None
         while True:
             try:
                 classes = build(use_pp, key_pieces if use_keys else [])
                 break
             except _TooBig as e:
+                if saved is None:
+                    raise
                 self.restore(saved)
                 if use_pp:
                     why = str(e.args[0]) if e.args else ""
@@ -294,7 +314,7 @@ class ObjectKeysMixin(ConverterCore):
             )
         members = [f"{key} {colon} {value}" for _, _, key, value in classes]
         extra = members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
-        if len(classes) == 1 and not classes[0][0] and classes[0][1] == declared:
+        if len(classes) == 1 and not classes[0][0] and classes[0][1] is None:
             # Any key but the declared names: keys longer than every declared name, the j-th of
             # length longest + 1 + j modulo n, so the n keys differ from each other.
             longest = max((len(n) for n in names), default=0)
@@ -311,7 +331,8 @@ class ObjectKeysMixin(ConverterCore):
             alts = []
             for k_pieces, k_minus, _, value in classes:
                 try:
-                    key = self.regular_string([*k_pieces, f"(?s:.){{{j}}}(?:(?s:.){{{n}}})*"], k_minus)
+                    minus = declared() if k_minus is None else k_minus
+                    key = self.regular_string([*k_pieces, f"(?s:.){{{j}}}(?:(?s:.){{{n}}})*"], minus)
                 except _TooBig:
                     return None
                 if key is not None:

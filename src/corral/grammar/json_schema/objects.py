@@ -80,12 +80,12 @@ class ObjectsMixin(ConverterCore):
 
         # A declared property whose name matches patterns must satisfy those schemas too.
         value_at = {name: _ptr(pointer, "properties", name) for name in props}
-        for name, sub in list(props.items()):
+        for name, sub in list(props.items()) if pattern_props else ():
             matching = [p for pat, p in pattern_props.items() if _safe_search(pat, name)]
             if matching and sub is not False:
                 props = {**props, name: {"allOf": [sub, *matching]}}
                 value_at[name] += "&patternProperties"
-        for r in required:
+        for r in required if pattern_props else ():
             matching = [sub for pat, sub in pattern_props.items() if _safe_search(pat, r)]
             if r not in props and matching:
                 # Allowed by patternProperties: generate it with those schemas.
@@ -119,7 +119,7 @@ class ObjectsMixin(ConverterCore):
         for name in never:
             if name not in props and (addl is not False or pattern_props):
                 props = {**props, name: False}  # keep it out of the extra keys
-        if keys is not None:
+        if keys is not None and "propertyNames" in schema:  # (else every name passes)
             # propertyNames: names that fail it are never generated.
             for name in list(props):
                 if not keys.test(name) and props[name] is not False:
@@ -146,7 +146,8 @@ class ObjectsMixin(ConverterCore):
                     )
                 continue
             try:
-                value = self.child_rule(sub, value_at.get(name, _ptr(pointer, "properties", name)))
+                at = value_at[name] if name in value_at else _ptr(pointer, "properties", name)
+                value = self.child_rule(sub, at)
             except _NoValue as e:
                 if is_req:
                     raise
@@ -187,9 +188,13 @@ class ObjectsMixin(ConverterCore):
         }
         # A required property's dependencies are required too (every valid instance has them).
         closure = [i for i, (_, _, r) in enumerate(members) if r]
+        in_closure = set(closure)  # (a list's `in` made this quadratic in the required names)
         for i in closure:
-            closure += [t for t in sorted(dep_index.get(i, ())) if t not in closure]
-        members = [(name, text, is_req or i in closure) for i, (name, text, is_req) in enumerate(members)]
+            for t in sorted(dep_index.get(i, ())):
+                if t not in in_closure:
+                    closure.append(t)
+                    in_closure.add(t)
+        members = [(name, text, is_req or i in in_closure) for i, (name, text, is_req) in enumerate(members)]
         n_required = sum(1 for _, _, r in members if r)
         if hi is not None and n_required > hi:
             raise _NoValue(
@@ -319,7 +324,8 @@ class ObjectsMixin(ConverterCore):
         opening, sep, closing, _colon = self.layout()
 
         def member(i: int, text: str, req: bool) -> str:
-            needs = sorted(dep_index.get(i, set()) - {i})
+            deps = dep_index.get(i)
+            needs = sorted(deps - {i}) if deps else ()
             mark = ("!" if req else "") + ("^{" + ",".join(map(str, needs)) + "} " if needs else "")
             return f"{mark}( {text} )"
 

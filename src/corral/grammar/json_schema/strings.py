@@ -61,12 +61,14 @@ class StringsMixin(ConverterCore):
                 self.note(_ptr(pointer, "format"), "format", "enforced")
         if "pattern" in schema:
             pieces.append(self.pattern_regex(schema["pattern"], _ptr(pointer, "pattern"), ascii_classes=True))
-        length_at = _ptr(pointer, "maxLength" if hi is not None else "minLength")
+        length_key = "maxLength" if hi is not None else "minLength"  # (named where refused)
         max_counted = self.opt.max_counted_length
         if lo > max_counted or (hi is not None and hi > max_counted):
             # Counting characters multiplies the string automaton (and the per-position mask
             # cache) by the count: long bounds are checked after decoding instead.
-            self.cannot_enforce(length_at, "minLength/maxLength", f"bounds above {max_counted} characters")
+            self.cannot_enforce(
+                _ptr(pointer, length_key), "minLength/maxLength", f"bounds above {max_counted} characters"
+            )
             lo = lo if lo <= max_counted else 0
             hi = None
         length = f"(?s:.){{{lo},{'' if hi is None else hi}}}" if lo or hi is not None else None
@@ -95,7 +97,7 @@ class StringsMixin(ConverterCore):
                 out = self.regular_string([*pieces, length])
             except _TooBig:
                 self.cannot_enforce(
-                    length_at,
+                    _ptr(pointer, length_key),
                     "minLength/maxLength",
                     "combined with pattern/format: the automaton would need too many states",
                 )
@@ -161,11 +163,12 @@ class StringsMixin(ConverterCore):
         except re.error as e:
             raise SchemaError(f"pattern is not a valid regular expression: {e}", where) from None
         rx = _unanchored(_ascii_classes(pat) if ascii_classes else pat)
-        if self.check_regex is not None:
+        if self.check_regex is not None and rx not in self.regexes_checked:
             try:
                 self.check_regex(rx)
             except CompileError as e:
                 raise UnsupportedSchemaError(f"pattern {pat!r}: {e.message}", where) from None
+            self.regexes_checked.add(rx)
         return rx
 
     def regular_string(self, pieces: list[str], minus: list[str] | None = None) -> str | None:

@@ -36,7 +36,10 @@ def _count(schema: dict[str, Any], key: str, pointer: str, default: int | None) 
 def _ptr(base: str, *parts: str | int) -> str:
     out = base
     for p in parts:
-        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+        s = p if isinstance(p, str) else str(p)
+        if "~" in s or "/" in s:  # (rare: most keys and names need no escaping)
+            s = s.replace("~", "~0").replace("/", "~1")
+        out += "/" + s
     return out
 
 
