@@ -181,7 +181,7 @@ def set_interior_skip(on: bool) -> None:
 
 def clear_engine_caches() -> None:
     """
-    Forget the engine's process-wide automaton and JSON-spelling memos (benchmarks of a process's first compile; the per-vocabulary mask pool stays).
+    Forget the engine's process-wide automaton, JSON-spelling and regex-terminal memos (benchmarks of a process's first compile; the per-vocabulary mask pool stays).
     """
 
 def automaton_memo_stats() -> dict[str, int]:
