@@ -25,13 +25,27 @@ std::shared_ptr<const FrontierEntry> MaskPool::get(const std::vector<std::uint64
 }
 
 void MaskPool::put(const std::vector<std::uint64_t>& key, std::shared_ptr<const FrontierEntry> entry) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  if (bytes_ + entry->memory_bytes > kMaxBytes) {
-    entries_.clear();
-    bytes_ = 0;
-  }
   const std::size_t b = entry->memory_bytes;
+  if (b > kMaxBytes) return;  // never kept: it would evict everything else
+  // Evicted entries are released after the lock (their masks, 32 KB each on a 262k vocabulary).
+  std::vector<std::shared_ptr<const FrontierEntry>> evicted;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  // Over budget, a few entries make room, taken from random buckets (random eviction: no
+  // bookkeeping on the read path, and the table's own first element would be a recent one).
+  // Emptying the whole pool here instead stalled the one mask that met the budget: on Gemma 3,
+  // 256 MB of 32 KB masks took over 20 ms to free.
+  while (bytes_ + b > kMaxBytes && !entries_.empty()) {
+    evict_seed_ = evict_seed_ * 6364136223846793005ull + 1442695040888963407ull;
+    const std::size_t bucket = static_cast<std::size_t>(evict_seed_ >> 33) % entries_.bucket_count();
+    auto local = entries_.begin(bucket);
+    if (local == entries_.end(bucket)) continue;  // an empty bucket: draw again
+    auto it = entries_.find(local->first);
+    bytes_ -= it->second->memory_bytes;
+    evicted.push_back(std::move(it->second));
+    entries_.erase(it);
+  }
   if (entries_.emplace(key, std::move(entry)).second) bytes_ += b;
+  lock.unlock();
 }
 
 std::shared_ptr<const CountSummary> MaskPool::count_summary(const Vocabulary& vocab) {

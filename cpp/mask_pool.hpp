@@ -11,7 +11,9 @@
 // finds the string-interior and free-form entries warm instead of walking the trie for each.
 // The pool keeps the automata it compares against alive (aliasing the grammars that own them).
 // Bounded: automata of at most kMaxDfaStates states, at most kMaxDfas of them, and entries up
-// to kMaxBytes in all (then the entries are dropped, cheap to refill). Thread-safe.
+// to kMaxBytes in all (past it, each new entry evicts just enough others: they are cheap to
+// refill, and emptying the whole pool at once stalled one mask for tens of milliseconds).
+// Thread-safe.
 // The pool also keeps the vocabulary's counted-string summary (count_summary.hpp) and its
 // string-interior summary (interior_summary.hpp), each built once on first use and shared by
 // every grammar on the vocabulary.
@@ -55,6 +57,7 @@ class MaskPool {
   std::size_t num_dfas_ = 0;
   std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> entries_;
   std::size_t bytes_ = 0;
+  std::uint64_t evict_seed_ = 0x9E3779B97F4A7C15ull;  // put's eviction draws (under mu_)
   std::once_flag summary_once_;
   std::shared_ptr<const CountSummary> summary_;
   std::once_flag interior_once_;

@@ -8,6 +8,7 @@
 
 #include "compile.hpp"
 #include "matcher.hpp"
+#include "mask_pool.hpp"
 #include "matcher_helpers.hpp"
 #include "state_equiv.hpp"
 #include "testing.hpp"
@@ -114,4 +115,25 @@ TEST(shared_masks_equal_plain_masks_with_parser_groups) {
   check_walks(long_token_vocab(),
               R"G(root ::= "[" item ("," " "? item)* "]"
 item ::= "\"" [a-z]{2,30} "\"" | root)G", 2);
+}
+
+TEST(mask_pool_past_its_budget_evicts_a_few_entries_not_all) {
+  // Entries claiming a quarter of the budget each: past four, each new entry evicts one other,
+  // so the pool stays full and the newest entry is always found (emptying the whole pool at the
+  // budget stalled one mask for tens of milliseconds on a 262k vocabulary).
+  MaskPool pool;
+  const std::size_t quarter = MaskPool::kMaxBytes / 4;
+  for (std::uint64_t i = 0; i < 12; ++i) {
+    auto e = std::make_shared<FrontierEntry>();
+    e->memory_bytes = quarter;
+    pool.put({i, 7}, e);
+    EXPECT(pool.get({i, 7}) != nullptr);
+    EXPECT_EQ(pool.entries(), static_cast<std::size_t>(std::min<std::uint64_t>(i + 1, 4)));
+  }
+  // One entry over the whole budget is not kept, and evicts nothing.
+  auto huge = std::make_shared<FrontierEntry>();
+  huge->memory_bytes = MaskPool::kMaxBytes + 1;
+  pool.put({99, 7}, huge);
+  EXPECT(pool.get({99, 7}) == nullptr);
+  EXPECT_EQ(pool.entries(), std::size_t{4});
 }
