@@ -169,7 +169,7 @@ class Lowerer {
     DepthGuard guard(subst_depth_);
     // Nothing to substitute below (the regex of a `/…/` terminal, say): the walk would rebuild
     // nothing, and walking every regex of a big schema node by node was a large share of it.
-    if (const TreeInfo info = tree_info(n); info.regular && !info.algebra) return n;
+    if (const TreeFacts info = tree_facts(*n); info.regular && !info.algebra) return n;
     switch (n->kind) {
       case NodeKind::RuleRef:
         if (n->rule >= 0 && regular_[static_cast<std::size_t>(n->rule)] &&
@@ -480,35 +480,11 @@ class Lowerer {
     }
     return n->kind != NodeKind::Concat && n->kind != NodeKind::Alt;
   }
-  // estimate_nfa_size and is_regular, cached in each node: lowering asks them of every subtree on
-  // its way down, which unmemoised costs the tree's depth times its size. Same values.
-  std::uint64_t size_of(const NodePtr& n) const { return std::min(kSatSize, tree_info(n).size + 1); }
-  bool regular_tree(const NodePtr& n) const { return tree_info(n).regular; }
-  struct TreeInfo {
-    std::uint64_t size;  // estimate_nfa_size - 1 (what the parent adds up)
-    bool regular;        // no RuleRef below
-    bool algebra;        // an Intersect/Difference below (or here)
-  };
+  // estimate_nfa_size and is_regular (tree_facts, cached in each node): lowering asks them of
+  // every subtree on its way down.
+  std::uint64_t size_of(const NodePtr& n) const { return std::min(kSatSize, tree_facts(*n).size + 1); }
+  bool regular_tree(const NodePtr& n) const { return tree_facts(*n).regular; }
   static constexpr std::uint64_t kSatSize = std::uint64_t{1} << 62;  // estimate_nfa_size's cap
-  TreeInfo tree_info(const NodePtr& n) const {
-    if (n->kids.empty()) return {n->kind == NodeKind::Concat ? 0u : 1u, n->kind != NodeKind::RuleRef, false};
-    // Cached in the node (Node::tree_size/tree_flags): bit 0 set, bit 1 regular, bit 2 algebra.
-    if (const std::uint8_t f = n->tree_flags.load(std::memory_order_acquire); f != 0)
-      return {n->tree_size.load(std::memory_order_relaxed), (f & 2) != 0, (f & 4) != 0};
-    std::uint64_t s = n->kind == NodeKind::Concat || n->kind == NodeKind::Repeat ? 0 : 1;
-    bool reg = true;
-    bool alg = n->kind == NodeKind::Intersect || n->kind == NodeKind::Difference;
-    for (const auto& k : n->kids) {
-      const TreeInfo sub = tree_info(k);
-      s = std::min(kSatSize, s + sub.size);
-      reg = reg && sub.regular;
-      alg = alg || sub.algebra;
-    }
-    if (n->kind == NodeKind::Repeat) s = estimate_repeat_size(s, n->min, n->max);
-    n->tree_size.store(s, std::memory_order_relaxed);
-    n->tree_flags.store(static_cast<std::uint8_t>(1 | (reg ? 2 : 0) | (alg ? 4 : 0)), std::memory_order_release);
-    return {s, reg, alg};
-  }
 
   std::uint64_t merge_cap() const { return std::max<std::uint64_t>(1000, limits_.max_nfa_states / 25); }
 
@@ -542,7 +518,7 @@ class Lowerer {
   }
   static constexpr std::size_t kFiniteAltStates = 4096;
   bool finite_alt(const NodePtr& n) const {
-    const TreeInfo info = tree_info(n);
+    const TreeFacts info = tree_facts(*n);
     if (!info.regular || info.algebra || size_of(n) > limits_.max_nfa_states) return false;
     // Only alternations with a star (finite_dfa's one kind of cycle: the key complements).
     // Finite ones (big enums, format regexes) split as before: building their union directly

@@ -218,19 +218,9 @@ NodePtr make_difference(NodePtr minuend, NodePtr subtrahend, std::size_t pos) {
   return n;
 }
 
-bool has_algebra(const NodePtr& n) {
-  if (n->kind == NodeKind::Intersect || n->kind == NodeKind::Difference) return true;
-  for (const auto& k : n->kids)
-    if (has_algebra(k)) return true;
-  return false;
-}
+bool has_algebra(const NodePtr& n) { return tree_facts(*n).algebra; }
 
-bool is_regular(const NodePtr& n) {
-  if (n->kind == NodeKind::RuleRef) return false;
-  for (const auto& k : n->kids)
-    if (!is_regular(k)) return false;
-  return true;
-}
+bool is_regular(const NodePtr& n) { return tree_facts(*n).regular; }
 
 // ---------------------------------------------------------------------------------------------
 // estimate_nfa_size — mirrors the Thompson construction in nfa.cpp: one state per Chars/Empty,
@@ -253,31 +243,29 @@ std::uint64_t estimate_repeat_size(std::uint64_t kid, std::uint32_t min, std::ui
   return sat_add(sat_mul(kid, min), sat_mul(sat_add(kid, 1), max - min));
 }
 
-static std::uint64_t estimate_rec(const Node& n) {
-  switch (n.kind) {
-    case NodeKind::Empty:
-    case NodeKind::Chars:
-    case NodeKind::RuleRef:
-      return 1;
-    case NodeKind::Concat: {
-      std::uint64_t s = 0;
-      for (const auto& k : n.kids) s = sat_add(s, estimate_rec(*k));
-      return s;
-    }
-    case NodeKind::Alt:
-    case NodeKind::Intersect:
-    case NodeKind::Difference: {
-      std::uint64_t s = 1;
-      for (const auto& k : n.kids) s = sat_add(s, estimate_rec(*k));
-      return s;
-    }
-    case NodeKind::Repeat:
-      return estimate_repeat_size(estimate_rec(*n.kids[0]), n.min, n.max);
+TreeFacts tree_facts(const Node& n) {
+  if (n.kids.empty())  // (a Concat without kids is the empty string: no state of its own)
+    return {n.kind == NodeKind::Concat ? 0u : 1u, n.kind != NodeKind::RuleRef, false};
+  // Cached: tree_flags bit 0 set, bit 1 regular, bit 2 algebra (written after tree_size).
+  if (const std::uint8_t f = n.tree_flags.load(std::memory_order_acquire); f != 0)
+    return {n.tree_size.load(std::memory_order_relaxed), (f & 2) != 0, (f & 4) != 0};
+  // Concat adds nothing, Alt/Intersect/Difference one split, Repeat multiplies out its kid.
+  std::uint64_t s = n.kind == NodeKind::Concat || n.kind == NodeKind::Repeat ? 0 : 1;
+  bool reg = true;
+  bool alg = n.kind == NodeKind::Intersect || n.kind == NodeKind::Difference;
+  for (const auto& k : n.kids) {
+    const TreeFacts sub = tree_facts(*k);
+    s = sat_add(s, sub.size);
+    reg = reg && sub.regular;
+    alg = alg || sub.algebra;
   }
-  return kSat;
+  if (n.kind == NodeKind::Repeat) s = estimate_repeat_size(s, n.min, n.max);
+  n.tree_size.store(s, std::memory_order_relaxed);
+  n.tree_flags.store(static_cast<std::uint8_t>(1 | (reg ? 2 : 0) | (alg ? 4 : 0)), std::memory_order_release);
+  return {s, reg, alg};
 }
 
-std::uint64_t estimate_nfa_size(const NodePtr& n) { return sat_add(estimate_rec(*n), 1); }
+std::uint64_t estimate_nfa_size(const NodePtr& n) { return sat_add(tree_facts(*n).size, 1); }
 
 // ---------------------------------------------------------------------------------------------
 // print_regex

@@ -72,9 +72,8 @@ struct Node {
   // the tree. Nodes shared by every compile (the JSON spellings of a class) are keyed once per
   // process instead of once per compile. Valid only in the generation it names.
   mutable std::atomic<std::uint64_t> structural_id{0};
-  // Facts about the subtree the lowering asks of every node on its way down (grammar_lower.cpp
-  // tree_info): its NFA size estimate and whether it is regular / holds an `&` or `-`. A cache
-  // computed from the subtree alone, so shared trees (regex_memo.hpp) keep it across compiles.
+  // tree_facts' cache: computed from the subtree alone, so shared trees (regex_memo.hpp) keep
+  // it across compiles.
   // tree_flags is 0 until set; written after tree_size (release), read before it (acquire).
   mutable std::atomic<std::uint64_t> tree_size{0};
   mutable std::atomic<std::uint8_t> tree_flags{0};
@@ -89,6 +88,16 @@ NodePtr make_repeat(NodePtr kid, std::uint32_t min, std::uint32_t max, std::size
 NodePtr make_rule_ref(std::int32_t rule, std::size_t pos = 0);
 NodePtr make_intersect(std::vector<NodePtr> kids, std::size_t pos = 0);  // flattens; one kid: itself
 NodePtr make_difference(NodePtr minuend, NodePtr subtrahend, std::size_t pos = 0);
+/// Facts about a subtree, computed once per node and cached in it (Node::tree_size/tree_flags):
+/// `size` is estimate_nfa_size - 1 (what a parent adds up), `regular` no RuleRef below,
+/// `algebra` an Intersect/Difference here or below. estimate_nfa_size, is_regular and
+/// has_algebra read it, and so does the lowering, which asks of every subtree on its way down.
+struct TreeFacts {
+  std::uint64_t size;
+  bool regular;
+  bool algebra;
+};
+TreeFacts tree_facts(const Node& n);
 /// True when the tree contains an Intersect or Difference node.
 bool has_algebra(const NodePtr& n);
 
