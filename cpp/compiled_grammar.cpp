@@ -4,6 +4,8 @@
 
 #include "compile_times.hpp"
 #include "count_summary.hpp"
+#include "distinct.hpp"
+#include "item_values.hpp"
 #include "interior_summary.hpp"
 #include "mask_pool.hpp"
 #include "product_walk.hpp"
@@ -507,6 +509,15 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
   }
   out.groups.resize(kept);
   return out;
+}
+
+const std::shared_ptr<const DistinctCorrection>& CompiledGrammar::distinct_correction() const {
+  std::call_once(distinct_once_, [this] {
+    const auto& groups = grammar().keyed;
+    if (std::any_of(groups.begin(), groups.end(), [](const KeyedGroup& k) { return k.distinct(); }))
+      distinct_ = std::make_shared<const DistinctCorrection>(grammar(), dfas().data(), vocab());
+  });
+  return distinct_;
 }
 
 }  // namespace corral

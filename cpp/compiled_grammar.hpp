@@ -77,6 +77,7 @@ namespace corral {
 
 class MaskPool;
 class InteriorSummary;
+class DistinctCorrection;
 class CountedShare;
 
 struct FrontierEntry {
@@ -147,6 +148,9 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   std::uint64_t bindings_made() const { return bindings_made_.load(std::memory_order_relaxed); }
   const Vocabulary& vocab() const { return *vocab_; }
   const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
+  /// The mask correction of the grammar's distinct groups (distinct.hpp; null when it has
+  /// none): built by the first matcher (a scan of the vocabulary) and shared by every other.
+  const std::shared_ptr<const DistinctCorrection>& distinct_correction() const;
   const Limits& limits() const { return limits_; }
   /// Does the grammar name any vocabulary token (`<|eot_id|>`, `<[id]>`)?
   bool names_tokens() const { return names_tokens_; }
@@ -247,6 +251,8 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   mutable std::atomic<std::uint64_t> bindings_made_{0};
   mutable std::once_flag identity_once_;
   mutable std::array<std::uint64_t, 4> identity_{};
+  mutable std::once_flag distinct_once_;
+  mutable std::shared_ptr<const DistinctCorrection> distinct_;
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<std::uint64_t>, std::shared_ptr<const FrontierEntry>, FrontierKeyHash> cache_;
   mutable std::size_t cache_bytes_ = 0;

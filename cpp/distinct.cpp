@@ -164,7 +164,11 @@ ValueHash value_hash(std::string_view text, std::string* decoded) {
     }
     v.clear();
   } else if (!text.empty() && (text.front() == '-' || (text.front() >= '0' && text.front() <= '9'))) {
-    if (json_number_value(text, v)) return hash_tagged('n', v);
+    if (json_number_value(text, v)) {
+      // (as written: the counted numeric items are canonical integers, item_values.hpp)
+      if (decoded != nullptr) decoded->append(text);
+      return hash_tagged('n', v);
+    }
   }
   return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
 }
@@ -378,6 +382,17 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
       if (table_[ti] != nullptr && table_[ti]->small >= small) continue;
       auto iv = std::make_unique<ItemValues>(analyse_item_values(*dfas[only.index()], kMaxDistinctItems + 1, small));
       if (!iv->ok || !iv->finite_somewhere) continue;
+      // A numeric item has no opening quote: a token may close one item and open the next
+      // in a dead prefix (`,1` when 1 and 10..19 are held under maximum 19) without a byte
+      // the pairs above mark. Mark each byte the item cannot read followed by one it may start with.
+      if (iv->numeric) {
+        const Dfa& d = *dfas[only.index()];
+        for (int c = 0; c < 256; ++c) {
+          if (d.next(d.start(), static_cast<std::uint8_t>(c)) < 0) continue;
+          for (int b = 0; b < 256; ++b)
+            if (b != '-' && (b < '0' || b > '9')) then[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+        }
+      }
       table_[ti] = iv.get();
       owned_.push_back(std::move(iv));
       counted_ = true;

@@ -39,8 +39,10 @@
 // no other item; the correction then replays every token holding a quote (it may open the next
 // item into a dead prefix) and, per step, the tokens a walk of the vocabulary finds taking an
 // open item into a dead prefix (only bytes that begin a held value: those groups keep each
-// held value's decoded text). Other finite items (numbers, several terminals) may still reach
-// a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
+// held value's decoded text). Numeric items that are canonical integers (a bounded range) are
+// counted the same way (item_values.hpp), with their text as their value; the correction also
+// replays the tokens that may end one item and start the next. Other finite items (numbers with
+// fractions, several terminals) may still reach a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
 // finite max (grammar/json_schema/unique_items.py: at most SchemaOptions.max_unique_items),
 // which bounds the memory.
 // Completions: distinct_completion repairs the parser's shortest completion wherever it would
@@ -71,7 +73,7 @@ struct ValueHash {
 };
 
 /// The canonical value of one item's text (see the header comment for what compares equal);
-/// `decoded` (optional): a string's UTF-8 after unescaping, appended.
+/// `decoded` (optional): a string's UTF-8 after unescaping, or a number's text as written, appended.
 ValueHash value_hash(std::string_view text, std::string* decoded = nullptr);
 
 /// The parser's memory of distinct groups: persistent sets of value hashes (id 0: the empty

@@ -316,8 +316,11 @@ bool EarleyParser::push_states(const std::int32_t* new_states) {
                          dfa(t).accepting(ns) && no_successor(dfa(t), ns);
       // ... and so are those that would enter a prefix whose every value the group holds
       // (item_values.hpp; checking mode only: the cached masks leave it to the correction).
-      const bool dead = !stuck && check_values_ && item_values_ != nullptr && !dfa(t).accepting(ns) &&
-                        item_values(t) != nullptr && dead_prefix(it, t, ns, scratch_text_);
+      // A numeric item in an accepting state ("1" under maximum 19) goes on only while some
+      // value after it other than its own is free (its own is checked when it closes).
+      const ItemValues* iv = check_values_ && !stuck ? item_values(t) : nullptr;
+      const bool dead = iv != nullptr && (iv->numeric || !dfa(t).accepting(ns)) &&
+                        dead_prefix(it, t, ns, scratch_text_, dfa(t).accepting(ns));
       if (dead) refused_ = true;
       if (!stuck && !dead) add(it.prod, it.dot, it.origin, ns, it.aux);
       if (dfa(t).accepting(ns)) add(it.prod, it.dot + 1, it.origin, -1, it.aux);
@@ -467,16 +470,16 @@ void EarleyParser::waiting_value_sets(const Item& it, std::vector<std::uint32_t>
   }
 }
 
-bool EarleyParser::dead_prefix(const Item& it, std::int32_t t, std::int32_t state, std::string& text) const {
+bool EarleyParser::dead_prefix(const Item& it, std::int32_t t, std::int32_t state, std::string& text, bool strict) const {
   const ItemValues* iv = item_values(t);
   if (iv == nullptr || iv->count[static_cast<std::size_t>(state)] >= iv->cap) return false;
   waiting_value_sets(it, scratch_sets_);
   if (scratch_sets_.empty()) return false;
   for (std::uint32_t set : scratch_sets_)
-    if (!iv->maybe_dead(state, values_.count(set))) return false;
+    if (!iv->maybe_dead(state, values_.count(set), strict)) return false;
   text.clear();
   if (!item_text(it.origin, text)) return false;
-  return prefix_dead(dfa(t), *iv, state, text, values_, scratch_sets_);
+  return prefix_dead(dfa(t), *iv, state, text, values_, scratch_sets_, strict);
 }
 
 bool EarleyParser::exhausted(const KeyedGroup& kg, std::uint32_t have) const {

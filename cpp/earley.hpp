@@ -112,8 +112,9 @@ class EarleyParser {
   /// The text of an item since its origin set (false when a byte is not known).
   bool item_text(std::uint32_t origin, std::string& out) const;
   /// Would the item `it` of a group's item rule, in state `state` of its terminal `t`, be a
-  /// dead prefix (item_values.hpp)? `text`: its text so far (scratch, left as it was).
-  bool dead_prefix(const Item& it, std::int32_t t, std::int32_t state, std::string& text) const;
+  /// dead prefix (item_values.hpp)? `text`: its text so far (scratch, left as it was);
+  /// `strict`: not counting the value a numeric item spells in `state` (it may close there).
+  bool dead_prefix(const Item& it, std::int32_t t, std::int32_t state, std::string& text, bool strict = false) const;
 
  private:
   void open_set();

@@ -29,6 +29,8 @@ enum Ctx : std::uint8_t {
   kHU1,
   kEnd,   // after the closing quote
   kBad,
+  kN,     // numeric items (canonical integers): inside the number, not a value yet ("-")
+  kNA,    // ... a value (accepting: "-1"), which more digits may extend
 };
 
 bool is_hex(std::uint8_t b) { return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
@@ -68,7 +70,7 @@ std::uint8_t step(std::uint8_t c, std::uint8_t b) {
   }
 }
 
-bool raw_context(std::uint8_t c) { return c == kB || c == kR1 || c == kR2 || c == kR3; }
+bool raw_context(std::uint8_t c) { return c == kB || c == kR1 || c == kR2 || c == kR3 || c == kN || c == kNA; }
 
 // The canonical spellings of the characters that have no raw one (json.dumps, ensure_ascii=False).
 const std::vector<std::string>& canonical_escapes() {
@@ -96,9 +98,80 @@ std::uint32_t add_capped(std::uint32_t a, std::uint64_t b, std::uint32_t cap) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(cap, a + b));
 }
 
+// The canonical integers -?(0|[1-9][0-9]*) without -0, byte by byte: 0 start, 1 after '-',
+// 2 after a leading 0 (no digit may follow), 3 after a nonzero leading digit; -1: not canonical.
+int canonical_step(int c, std::uint8_t b) {
+  const bool digit = b >= '0' && b <= '9';
+  switch (c) {
+    case 0: return b == '-' ? 1 : b == '0' ? 2 : digit ? 3 : -1;
+    case 1: return digit && b != '0' ? 3 : -1;
+    case 3: return digit ? 3 : -1;
+    default: return -1;
+  }
+}
+
+// Numeric items: every string of the language is a canonical integer (checked on the product
+// with canonical_step), so distinct strings are distinct values and counting values is counting
+// accepted strings. Fills iv.ctx / count / total; false when the language is not of that kind.
+bool analyse_numeric(const Dfa& d, ItemValues& iv) {
+  const std::uint32_t n = d.num_states();
+  iv.ctx.assign(n, kUnset);
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> out(n);  // (target, bytes)
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(n) * 4, 0);        // (state, canonical state)
+  std::vector<std::pair<std::int32_t, int>> todo{{d.start(), 0}};
+  seen[static_cast<std::size_t>(d.start()) * 4] = 1;
+  iv.ctx[static_cast<std::size_t>(d.start())] = kN;
+  while (!todo.empty()) {
+    const auto [s, c] = todo.back();
+    todo.pop_back();
+    const bool fresh = out[static_cast<std::size_t>(s)].empty();
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(s, static_cast<std::uint8_t>(b));
+      if (t < 0) continue;
+      const int nc = canonical_step(c, static_cast<std::uint8_t>(b));
+      if (nc < 0 || (d.accepting(t) && nc < 2)) return false;  // not a canonical integer
+      const auto ti = static_cast<std::size_t>(t);
+      iv.ctx[ti] = d.accepting(t) ? kNA : kN;
+      if (fresh) out[static_cast<std::size_t>(s)].emplace_back(static_cast<std::uint32_t>(t), 1);
+      if (!seen[ti * 4 + static_cast<std::size_t>(nc)]) {
+        seen[ti * 4 + static_cast<std::size_t>(nc)] = 1;
+        todo.emplace_back(t, nc);
+      }
+    }
+  }
+  // Counts: [accepting] + the counts after each byte (canonical: one value per string), by
+  // Kahn's algorithm; a state that reaches a cycle has infinitely many (capped).
+  iv.count.assign(n, 0);
+  std::vector<std::vector<std::uint32_t>> rev(n);
+  std::vector<std::uint32_t> left(n, 0), ready;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (iv.ctx[s] == kUnset) continue;
+    left[s] = static_cast<std::uint32_t>(out[s].size());
+    for (const auto& e : out[s]) rev[e.first].push_back(s);
+    if (left[s] == 0) ready.push_back(s);
+  }
+  std::vector<char> done(n, 0);
+  while (!ready.empty()) {
+    const std::uint32_t s = ready.back();
+    ready.pop_back();
+    std::uint32_t v = iv.ctx[s] == kNA ? 1 : 0;
+    for (const auto& e : out[s]) v = add_capped(v, iv.count[e.first], iv.cap);
+    iv.count[s] = v;
+    done[s] = 1;
+    for (std::uint32_t p : rev[s])
+      if (--left[p] == 0) ready.push_back(p);
+  }
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (iv.ctx[s] != kUnset && !done[s]) iv.count[s] = iv.cap;
+  iv.total = iv.count[static_cast<std::size_t>(d.start())];
+  iv.numeric = true;
+  return true;
+}
+
 }  // namespace
 
 bool ItemValues::closed(std::int32_t state) const { return ctx[static_cast<std::size_t>(state)] == kEnd; }
+bool ItemValues::accepts(std::int32_t state) const { return ctx[static_cast<std::size_t>(state)] == kNA; }
 
 std::uint32_t ItemValues::adds(std::int32_t from, std::int32_t to) const {
   const std::uint8_t a = ctx[static_cast<std::size_t>(from)], b = ctx[static_cast<std::size_t>(to)];
@@ -106,15 +179,28 @@ std::uint32_t ItemValues::adds(std::int32_t from, std::int32_t to) const {
   return a != kOpen && b == kB ? 1 : 0;
 }
 
+namespace {
+ItemValues& finish(ItemValues& iv, const std::vector<std::vector<std::uint32_t>>& pred, std::uint32_t n);
+}  // namespace
+
 ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t small) {
   ItemValues iv;
   iv.cap = cap;
   iv.small = small;
   const std::uint32_t n = d.num_states();
   if (n == 0 || d.empty_language() || d.accepting(d.start())) return iv;
+  std::vector<std::vector<std::uint32_t>> pred(n);
+  if (d.next(d.start(), '"') < 0) {  // not a JSON string: maybe a numeric item
+    if (!analyse_numeric(d, iv)) return iv;
+    for (std::uint32_t s = 0; s < n; ++s)
+      for (int b = 0; b < 256; ++b) {
+        const std::int32_t t = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
+        if (t >= 0 && iv.ctx[s] != kUnset) pred[static_cast<std::size_t>(t)].push_back(s);
+      }
+    return finish(iv, pred, n);
+  }
   // 1. One decoder context per state, from the start state (before the opening quote).
   iv.ctx.assign(n, kUnset);
-  std::vector<std::vector<std::uint32_t>> pred(n);
   std::vector<std::int32_t> todo{d.start()};
   iv.ctx[static_cast<std::size_t>(d.start())] = kOpen;
   while (!todo.empty()) {
@@ -214,7 +300,14 @@ ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t sm
   }
   const std::int32_t first = d.next(d.start(), '"');
   iv.total = first >= 0 ? iv.count[static_cast<std::size_t>(first)] : 0;
-  // 4. Distances to the states that may be dead ends for a group holding `small` values.
+  return finish(iv, pred, n);
+}
+
+namespace {
+
+// Distances to the states that may be dead ends for a group holding `small` values; sets `ok`.
+ItemValues& finish(ItemValues& iv, const std::vector<std::vector<std::uint32_t>>& pred, std::uint32_t n) {
+  const std::uint32_t small = iv.small;
   iv.dist.assign(n, UINT32_MAX);
   std::deque<std::uint32_t> q;
   for (std::uint32_t s = 0; s < n; ++s)
@@ -236,8 +329,6 @@ ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t sm
   return iv;
 }
 
-namespace {
-
 struct Enumerator {
   const Dfa& d;
   const ItemValues& iv;
@@ -258,6 +349,22 @@ struct Enumerator {
     const bool r = all_held(t);
     text.resize(at);
     return r;
+  }
+  // Numeric items: is every value from `s` held (`strict`: not counting the value `text` is
+  // now, when `s` accepts)? Canonical integers: the text is the value.
+  bool all_held_numeric(std::int32_t s, bool strict) {
+    const bool value = iv.ctx[static_cast<std::size_t>(s)] == kNA;
+    if (iv.count[static_cast<std::size_t>(s)] - (strict && value ? 1 : 0) > held) return false;
+    if (value && !strict && !values.has(set, value_hash(text))) return false;
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(s, static_cast<std::uint8_t>(b));
+      if (t < 0) continue;
+      text.push_back(static_cast<char>(b));
+      const bool r = all_held_numeric(t, false);
+      text.pop_back();
+      if (!r) return false;
+    }
+    return true;
   }
   // Is the value of every completion from `s` (the text so far in `text`) held?
   bool all_held(std::int32_t s) {
@@ -294,13 +401,13 @@ struct Enumerator {
 }  // namespace
 
 bool prefix_dead(const Dfa& d, const ItemValues& iv, std::int32_t state, std::string& text, const ValueSets& values,
-                 const std::vector<std::uint32_t>& sets) {
+                 const std::vector<std::uint32_t>& sets, bool strict) {
   if (sets.empty()) return false;
   for (std::uint32_t set : sets) {
     const std::uint32_t held = values.count(set);
-    if (!iv.maybe_dead(state, held)) return false;
+    if (!iv.maybe_dead(state, held, strict)) return false;
     Enumerator e{d, iv, values, set, held, text};
-    if (!e.all_held(state)) return false;
+    if (!(iv.numeric ? e.all_held_numeric(state, strict) : e.all_held(state))) return false;
   }
   return true;
 }

@@ -26,6 +26,13 @@
 // inside raw characters (a cycle leaves its states unprocessed: capped). A state inside an escape
 // (the text so far ends in `\`, `\u00`, ...) gets a lower bound: the count after one way of
 // finishing the character.
+// Numeric items (`numeric`): an automaton whose every string is a canonical integer
+// (-?(0|[1-9][0-9]*), no -0: the JSON Schema converter's bounded integers, e.g. 1..1000 or
+// minimum -20), checked on its product with a canonical-integer decoder. Distinct strings are
+// then distinct values, so a state's count is [accepting] + the counts after each byte. Unlike a
+// string, such an item is a value in the middle of its text ("1" under maximum 19 may still
+// become 10..19), so the parser also asks whether the item may go on (`strict`: every value
+// after the state except the one it spells now is held: then the item can only close).
 // Checking (prefix_dead): only where the count is at most the number of values held, by
 // enumerating the completions' values (at most that many) and looking each up; an enumeration
 // stops at the first value not held.
@@ -49,11 +56,16 @@ struct ItemValues {
   std::uint32_t small = 0;            // the threshold dist was computed for
   std::uint32_t total = 0;            // values of the whole language (capped)
   bool finite_somewhere = false;      // some live state has count < cap (else nothing to check)
+  bool numeric = false;               // a numeric item (canonical integers), not a JSON string
 
-  /// Might the item be a dead end in `state` for a group holding `held` values?
-  bool maybe_dead(std::int32_t state, std::uint32_t held) const {
-    return held > 0 && count[static_cast<std::size_t>(state)] <= held;
+  /// Might the item be a dead end in `state` for a group holding `held` values (`strict`: not
+  /// counting the value a numeric item spells in `state`)?
+  bool maybe_dead(std::int32_t state, std::uint32_t held, bool strict = false) const {
+    const std::uint32_t n = count[static_cast<std::size_t>(state)];
+    return held > 0 && n < cap && n - (strict && n > 0 && accepts(state) ? 1 : 0) <= held;
   }
+  /// Does the (numeric) item spell a value in `state`?
+  bool accepts(std::int32_t state) const;
   /// Is `state` the closed item (after the closing quote)?
   bool closed(std::int32_t state) const;
   /// Bytes a step from `from` to `to` adds to the value's length, at least: 1 for a raw
@@ -66,9 +78,10 @@ struct ItemValues {
 ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t small);
 
 /// Does every one of `sets` (ValueSets ids; non-empty) hold the value of every completion of the
-/// item whose text so far is `text` (from its opening quote, or empty) in `state`? `text` is
-/// used as scratch and left as it was.
+/// item whose text so far is `text` (from its opening quote, or empty) in `state`? `strict`
+/// (numeric items): every completion but the value `text` spells itself. `text` is used as
+/// scratch and left as it was.
 bool prefix_dead(const Dfa& d, const ItemValues& iv, std::int32_t state, std::string& text, const ValueSets& values,
-                 const std::vector<std::uint32_t>& sets);
+                 const std::vector<std::uint32_t>& sets, bool strict = false);
 
 }  // namespace corral

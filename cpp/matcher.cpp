@@ -25,9 +25,7 @@ const std::shared_ptr<const CompiledGrammar>& require_bound(const std::shared_pt
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(require_bound(grammar)),
       parser_(grammar_->grammar(), grammar_->dfas().data(), grammar_->limits().max_items_per_set) {
-  const auto& groups = grammar_->grammar().keyed;
-  if (std::any_of(groups.begin(), groups.end(), [](const KeyedGroup& k) { return k.distinct(); }))
-    distinct_ = std::make_shared<const DistinctCorrection>(grammar_->grammar(), grammar_->dfas().data(), grammar_->vocab());
+  distinct_ = grammar_->distinct_correction();
   if (distinct_) parser_.set_item_values(&distinct_->item_values());
 }
 

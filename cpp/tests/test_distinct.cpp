@@ -231,3 +231,92 @@ str ::= "\"" /[ab]|ab/j "\"")G";
     }
   }
 }
+
+// Numeric items (item_values.hpp): canonical integers are counted as strings are; others are not.
+TEST(distinct_numeric_item_values_are_counted) {
+  const Limits l;
+  EXPECT_EQ(probe_item_values("/(?:0|[1-9][0-9]?|-[1-9])/", 6000, l), 109);
+  EXPECT_EQ(probe_item_values("/-?1[0-9]?/", 6000, l), 22);
+  EXPECT_EQ(probe_item_values("/(?:0|-?[1-9][0-9]*)/", 6000, l), 4097);  // infinitely many: capped
+  EXPECT_EQ(probe_item_values("/0[0-9]/", 6000, l), -1);    // leading zeros: two spellings of 1
+  EXPECT_EQ(probe_item_values("/-?0/", 6000, l), -1);       // -0 is 0
+  EXPECT_EQ(probe_item_values("/1(?:\\.0)?/", 6000, l), -1);  // 1.0 is 1
+  EXPECT_EQ(probe_item_values("/-/", 6000, l), -1);         // not a number
+}
+
+namespace {
+std::shared_ptr<const Vocabulary> numeric_vocab() {
+  std::vector<std::string> toks;
+  for (const char* t : {"[", "]", ",", "-", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ",1", ",-", "1,", "10",
+                        "-1", "19", "1]", ", 1", " "})
+    toks.push_back(t);
+  toks.push_back("<eos>");
+  const auto n = static_cast<std::int32_t>(toks.size());
+  return std::make_shared<const Vocabulary>(toks, std::vector<std::int32_t>{n - 1}, std::vector<std::int32_t>{n - 1}, n);
+}
+}  // namespace
+
+// A distinct group of integers with finitely many values after some prefixes ("1" may only
+// become 1 or 10..19): a prefix whose every value is held is refused, also when the token that
+// enters it closes the item before; a value that is held but may go on is not.
+TEST(distinct_numeric_items_have_no_dead_ends) {
+  const char* grammar = R"G(root ::= "[" items "]"
+items ::= %distinct{1,30}(","; n)
+n ::= /(?:-?1[0-9]?|[2-4])/)G";
+  auto g = compile_grammar(grammar, "root", numeric_vocab(), Limits{});
+  EXPECT(accepts(g, "[1,10,-1]") && !accepts(g, "[1,1]") && !accepts(g, "[-10,2,-10]"));
+  const std::string teens = "[10,11,12,13,14,15,16,17,18,19";
+  EXPECT(!Matcher(g).accept_bytes(teens + ",1,1"));   // 1 and 10..19 held: "1" is dead
+  EXPECT(Matcher(g).accept_bytes(teens + ",1]"));
+  EXPECT(Matcher(g).accept_bytes(teens + ",-1"));
+  EXPECT(Matcher(g).accept_bytes("[1,1"));             // 1 held, "1" may become 10..19
+  EXPECT(!Matcher(g).accept_bytes("[1,1,"));
+  EXPECT(!Matcher(g).accept_bytes("[1,1]"));
+  {
+    Matcher m(g);
+    EXPECT(m.accept_bytes(teens + ",1"));
+    const std::vector<std::int32_t> al = corral_test::allowed(m);
+    EXPECT(al == corral_test::accepted_one_by_one(m));  // ",1" (one token) is refused
+  }
+  {
+    Matcher m(g);
+    EXPECT(m.accept_bytes(teens));                      // 1 still free: "1" may close as 1
+    EXPECT(corral_test::allowed(m) == corral_test::accepted_one_by_one(m));
+    EXPECT(m.accept_bytes(",1"));
+    Matcher a = m, b = m;
+    EXPECT(!a.accept_bytes("0") && b.accept_bytes(","));
+  }
+  // Every value written: the array can only close.
+  EXPECT(!Matcher(g).accept_bytes("[-1,-10,-11,-12,-13,-14,-15,-16,-17,-18,-19,1,10,11,12,13,14,15,16,17,18,19,2,3,4,"));
+  const Vocabulary& v = g->vocab();
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    Matcher m(g);
+    for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::accepted_one_by_one(m));
+      EXPECT(!al.empty());
+      Matcher done = m;
+      const std::string rest = done.shortest_completion();
+      EXPECT(done.accept_bytes(rest) && done.is_accepting());
+      if (al.empty()) break;
+      std::vector<std::int32_t> pick;
+      for (std::int32_t t : al)
+        if (v.bytes(t) != "]" && v.bytes(t) != "1]") pick.push_back(t);
+      if (pick.empty()) pick = al;
+      EXPECT(m.accept_token(pick[rng() % pick.size()]));
+    }
+  }
+}
+
+// The correction (a scan of the vocabulary) is built once per grammar, by its first matcher,
+// and shared by the others; a grammar without a distinct group has none.
+TEST(distinct_correction_is_built_once_per_grammar) {
+  auto g = compile_grammar("root ::= \"[\" items \"]\"\nitems ::= %distinct{1,4}(\",\"; /[ab]/)", "root", distinct_vocab(), Limits{});
+  Matcher a(g), b(g);
+  EXPECT(g->distinct_correction() != nullptr);
+  EXPECT(g->distinct_correction().get() == g->distinct_correction().get());
+  EXPECT(a.accept_bytes("[a,") && !a.accept_bytes("a") && b.accept_bytes("[a]"));
+  auto plain = compile_grammar("root ::= \"[\" /[ab]/ \"]\"", "root", distinct_vocab(), Limits{});
+  EXPECT(plain->distinct_correction() == nullptr);
+}

@@ -29,7 +29,7 @@ integers by value; corral writes integers canonically, corral.grammar.numbers) a
 tokens that would close an equal one. For those items a refused close is the only dead end:
 every open item can still become infinitely many values.
 
-Counted strings (``bounded_string_item``): a string with ``maxLength``, or a
+Counted strings (``bounded_item``): a string with ``maxLength``, or a
 ``pattern``/``format`` the probe cannot prove open-ended (``maxLength: 1``, ``^[ab]$``,
 ``^[a-z]+$`` whose Python ``$`` allows a final newline that ends the item, ``format: date``,
 ``uuid``, ``date-time``, ``time``, ``duration``, ``ipv4``), has prefixes with few values left
@@ -41,10 +41,18 @@ prefixes whose every value the array holds (checked only where that count is at 
 held) and closes the array once it holds every value; the group's ``maxItems`` is lowered to
 the number of values when that is smaller, and a ``minItems`` above it has no value
 (``_NoValue``). Formats whose automaton the converter splits into several terminals
-(``email``, ``hostname``, ``uri``, ``ipv6``) stay in the report. So do integers below a
-``maximum`` or above a negative ``minimum`` (``-1`` under ``minimum: -20``: "1" under
-``maximum: 50`` can only become 1 or 10..19), unless they are a small enum (the finite path
-above). Numbers with fractions or exponents stay in the report too: validators compare them as
+(``email``, ``hostname``, ``uri``, ``ipv6``) stay in the report.
+
+Counted integers (``bounded_item`` too): integers below a ``maximum`` or above a negative
+``minimum`` with too many values to list (``minimum: -150, maximum: 150``; ``minimum: -20``,
+where "-2" can only become -2 or -20) have prefixes with few values left
+("15" under ``maximum: 150``: 15 or 150). Their item rule is one terminal of canonical integers
+(corral.grammar.numbers), so the engine counts their values as it counts strings' (distinct
+spellings are distinct values) and the matcher refuses the prefixes whose every value the array
+holds; unlike a string, an integer is a value in the middle of its text ("15" closes as 15 or
+goes on to 150), so a held "15" may still go on and a free one may close where it cannot go
+on. With a ``multipleOf`` the rule is several rules, and the keyword stays in the report.
+Numbers with fractions or exponents stay in the report too: validators compare them as
 parsed doubles (``[0.1, 0.10000000000000001]`` repeats for Python's ``jsonschema``, not for
 exact decimals), and under double equality a prefix like ``1.0000000000000000`` (every
 completion is 1.0 unless an exponent follows) or ``1e30`` (a dozen doubles) has finitely many
@@ -92,13 +100,18 @@ MAX_REMEMBERED_ITEMS = 256
 # Item-schema keywords of a free string the distinct group handles (no maxLength/pattern/format).
 _FREE_STRING = frozenset({"type", "minLength"})
 # ... of a string whose pattern/format the engine proves open-ended (open_string_item), or
-# whose values the engine counts (bounded_string_item).
+# whose values the engine counts (bounded_item).
 _OPEN_STRING = frozenset({"type", "minLength", "pattern", "format"})
 _BOUNDED_STRING = _OPEN_STRING | {"maxLength"}
 # probe_item_values' cap: that many values or more (cpp/item_values.hpp).
 _MANY_VALUES = 4097
 # ... of an integer (lower bounds at or above 0 only: no prefix then has finitely many values).
 _FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
+# ... of an integer whose values the engine counts (bounded_item: canonical integers).
+_BOUNDED_INTEGER = _FREE_INTEGER | {"maximum", "exclusiveMaximum", "multipleOf"}
+# What bounded_item's items are, for the report.
+_COUNTED_STRINGS = "strings with finitely many values after some prefix (the matcher counts them)"
+_COUNTED_INTEGERS = "integers with finitely many values after some prefix (the matcher counts them)"
 # Bounded integer ranges wider than this are not enumerated.
 _MAX_RANGE = 4 * MAX_UNIQUE_VALUES
 # Most anyOf/oneOf/allOf levels followed to find an item schema's finite candidates.
@@ -309,8 +322,8 @@ class UniqueItemsMixin(ConverterCore):
     def distinct_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
         """The item rule of a distinct group, what its items are and how many values they have
         (None: infinitely many), for item schemas from whose every open prefix infinitely many
-        values remain, or strings whose values the engine counts (see the module docstring);
-        None for any other item schema."""
+        values remain, or strings and bounded integers whose values the engine counts (see the
+        module docstring); None for any other item schema."""
         s = self.deref(items, where)
         if not isinstance(s, dict):
             return None
@@ -328,15 +341,20 @@ class UniqueItemsMixin(ConverterCore):
             if found is not None:
                 return (*found, None)
         if kind == "string" and keys <= _BOUNDED_STRING:
-            return self.bounded_string_item(items, where)
-        if kind == "integer" and keys <= _FREE_INTEGER:
-            # A lower bound at or above 0 keeps every prefix open-ended (digits can always be
-            # appended); a negative one or an upper bound makes prefixes like "-1" finite.
-            for k in keys - {"type"}:
-                b = s[k]
-                if isinstance(b, bool) or not isinstance(b, (int, float)) or not (0 <= b < math.inf):
-                    return None
+            return self.bounded_item(items, where, _COUNTED_STRINGS)
+        if (
+            kind == "integer"
+            and keys <= _FREE_INTEGER
+            and all(
+                # A lower bound at or above 0 keeps every prefix open-ended (digits can always be
+                # appended); a negative one or an upper bound makes prefixes like "-1" finite.
+                not isinstance(s[k], bool) and isinstance(s[k], (int, float)) and 0 <= s[k] < math.inf
+                for k in keys - {"type"}
+            )
+        ):
             return self.child_rule(items, where), "integers", None
+        if kind == "integer" and keys <= _BOUNDED_INTEGER:
+            return self.bounded_item(items, where, _COUNTED_INTEGERS)
         return None
 
     def open_string_item(self, items: Any, where: str) -> tuple[str, str] | None:
@@ -365,13 +383,14 @@ class UniqueItemsMixin(ConverterCore):
             return None
         return item, "strings with infinitely many continuations after every prefix"
 
-    def bounded_string_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
+    def bounded_item(self, items: Any, where: str, what: str) -> tuple[str, str, int | None] | None:
         """A string item with ``maxLength`` or a ``pattern``/``format`` the probe did not prove
-        open-ended: the item rule, what its items are and how many values it has (None: more
-        than the engine counts), when the engine can count the values after every prefix of its
-        automaton (``probe_item_values``: a quoted JSON string terminal, cpp/item_values.hpp) -
-        the matcher then refuses the prefixes whose every value the array holds; None
-        otherwise (the attempt leaves no trace)."""
+        open-ended, or an integer with bounds that leave some prefix finitely many values: the
+        item rule, what its items are (``what``) and how many values it has (None: more than
+        the engine counts), when the engine can count the values after every prefix of its
+        automaton (``probe_item_values``: a quoted JSON string terminal, or a terminal of
+        canonical integers; cpp/item_values.hpp) - the matcher then refuses the prefixes whose
+        every value the array holds; None otherwise (the attempt leaves no trace)."""
         from corral import _native
 
         saved = self.snapshot()
@@ -384,7 +403,6 @@ class UniqueItemsMixin(ConverterCore):
         if n < 1:
             self.restore(saved)
             return None
-        what = "strings with finitely many values after some prefix (the matcher counts them)"
         return item, what, (n if n < _MANY_VALUES else None)
 
     def distinct_array(
