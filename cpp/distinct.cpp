@@ -276,8 +276,10 @@ std::string distinct_completion(EarleyParser& p, std::size_t cap) {
   const std::size_t mark = p.num_sets();
   std::string out;
   try {
-    // Each repair makes the item being closed one byte longer, so this ends: a value can equal
-    // at most one remembered value per length.
+    // Each repair makes the item being closed one byte longer and, but for a `0`, changes its
+    // value, so this ends: a value can equal at most one remembered value per length, and a
+    // `0` is written only when no other byte can be ("1.0", "1.00", ... are all 1: a decimal
+    // repaired with zeros would never end).
     while (true) {
       if (out.size() > cap) throw LimitExceeded("max_completion_bytes", out.size(), cap, "the shortest completion is too long");
       const std::string c = p.shortest_completion(cap - out.size());
@@ -288,13 +290,16 @@ std::string distinct_completion(EarleyParser& p, std::size_t cap) {
       // c[i] would close a duplicate: write the smallest other byte the parser takes there.
       const auto bits = p.next_bytes();
       bool moved = false;
-      for (int b = 0; b < 256 && !moved; ++b) {
-        if (b == static_cast<std::uint8_t>(c[i]) || !(bits[static_cast<std::size_t>(b >> 6)] >> (b & 63) & 1)) continue;
-        if (p.push_byte(static_cast<std::uint8_t>(b))) {
-          out.push_back(static_cast<char>(b));
-          moved = true;
+      for (int pass = 0; pass < 2 && !moved; ++pass)
+        for (int b = 0; b < 256 && !moved; ++b) {
+          if (b == static_cast<std::uint8_t>(c[i]) || (b == '0') == (pass == 0) ||
+              !(bits[static_cast<std::size_t>(b >> 6)] >> (b & 63) & 1))
+            continue;
+          if (p.push_byte(static_cast<std::uint8_t>(b))) {
+            out.push_back(static_cast<char>(b));
+            moved = true;
+          }
         }
-      }
       CORRAL_CHECK(moved, "no completion avoids a duplicate item");
     }
   } catch (...) {
@@ -304,6 +309,84 @@ std::string distinct_completion(EarleyParser& p, std::size_t cap) {
   p.pop_to(mark);
   return out;
 }
+
+namespace {
+
+using ByteSet = std::array<std::uint64_t, 4>;
+void add_bytes(ByteSet& to, const ByteSet& from, bool& changed) {
+  for (std::size_t w = 0; w < 4; ++w) {
+    const std::uint64_t v = to[w] | from[w];
+    changed = changed || v != to[w];
+    to[w] = v;
+  }
+}
+
+// Per nonterminal, the bytes that may come right after it in a sentence (FIRST/FOLLOW at the
+// byte level, by fixpoints), or with `before`, right before it (LAST/PRECEDE: the same on the
+// mirrored productions). A token terminal (one vocabulary token, bytes not known here) counts
+// as every byte; the ends of the output add none.
+std::vector<ByteSet> neighbour_bytes(const Grammar& g, const Dfa* const* dfas, bool before) {
+  const std::size_t nts = g.names.size();
+  std::vector<ByteSet> first_t(g.terminals.size(), ByteSet{});
+  std::vector<std::uint8_t> null_t(g.terminals.size(), 0);
+  for (std::size_t t = 0; t < g.terminals.size(); ++t) {
+    if (g.terminals[t].is_token) {
+      first_t[t].fill(~0ull);
+      continue;
+    }
+    const Dfa& d = *dfas[t];
+    if (d.num_states() == 0) continue;
+    null_t[t] = d.accepting(d.start()) ? 1 : 0;
+    // First bytes, or (before) last bytes: those that enter an accepting state from some state.
+    const auto from = before ? 0u : static_cast<std::uint32_t>(d.start());
+    const std::uint32_t to = before ? d.num_states() : from + 1;
+    for (std::uint32_t q = from; q < to; ++q)
+      for (int b = 0; b < 256; ++b) {
+        const std::int32_t n = d.next(static_cast<std::int32_t>(q), static_cast<std::uint8_t>(b));
+        if (n >= 0 && (!before || d.accepting(n))) first_t[t][static_cast<std::size_t>(b >> 6)] |= 1ull << (b & 63);
+      }
+  }
+  // (before: a production read right to left)
+  auto sym = [&](std::uint32_t p, std::uint32_t i) {
+    return before ? g.rhs_flat[g.rhs_begin[p + 1] - 1 - i] : g.rhs_flat[g.rhs_begin[p] + i];
+  };
+  auto nullable = [&](Symbol x) {
+    return x.is_terminal() ? null_t[static_cast<std::size_t>(x.index())] != 0 : g.nullable[static_cast<std::size_t>(x.index())] != 0;
+  };
+  std::vector<ByteSet> first(nts, ByteSet{});
+  auto first_of = [&](Symbol x) -> const ByteSet& {
+    return x.is_terminal() ? first_t[static_cast<std::size_t>(x.index())] : first[static_cast<std::size_t>(x.index())];
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::uint32_t p = 0; p < g.productions.size(); ++p)
+      for (std::uint32_t i = 0; i < g.rhs_len(p); ++i) {
+        add_bytes(first[static_cast<std::size_t>(g.productions[p].lhs)], first_of(sym(p, i)), changed);
+        if (!nullable(sym(p, i))) break;
+      }
+  }
+  std::vector<ByteSet> follow(nts, ByteSet{});
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::uint32_t p = 0; p < g.productions.size(); ++p) {
+      // Right to left: `rest` is FIRST of the symbols after i, plus FOLLOW(lhs) while they are nullable.
+      ByteSet rest = follow[static_cast<std::size_t>(g.productions[p].lhs)];
+      for (std::uint32_t i = g.rhs_len(p); i-- > 0;) {
+        const Symbol x = sym(p, i);
+        if (!x.is_terminal()) add_bytes(follow[static_cast<std::size_t>(x.index())], rest, changed);
+        bool unused = false;
+        if (nullable(x)) {
+          add_bytes(rest, first_of(x), unused);
+        } else {
+          rest = first_of(x);
+        }
+      }
+    }
+  }
+  return follow;
+}
+
+}  // namespace
 
 DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas, const Vocabulary& vocab) {
   // Where inside a token can the parser (checking on) refuse what the cached mask (checking off)
@@ -316,14 +399,25 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
   // checking on, already lacks what would follow a refused value. These byte-level facts over
   // every state over-approximate the events, so the correction still replays every token that
   // could be refused. An item that does not end with a terminal makes every byte an event.
+  // A close at the token's end is an event only where the item is a sink there: a one-byte
+  // token (the item may be open before it) or the token's last two bytes (a, b) that enter a
+  // sink from some state, or b entering one from the start right after a byte that may come
+  // before an item (`, 0`: a leading zero reads nothing more).
   std::array<bool, 256> at_end{};
-  std::vector<bool> then(256 * 256, false);  // then[b * 256 + c]: b closes, c cannot continue
+  std::vector<bool> end_pair(256 * 256, false);
+  std::vector<bool> then(256 * 256, false);  // then[b * 256 + c]: b closes, c may follow the item
   auto all = [&] {
     at_end.fill(true);
+    end_pair.assign(end_pair.size(), true);
     then.assign(then.size(), true);
   };
+  auto has = [](const ByteSet& set, int b) { return (set[static_cast<std::size_t>(b >> 6)] >> (b & 63) & 1) != 0; };
+  const std::vector<ByteSet> follow = neighbour_bytes(g, dfas, false);
+  const std::vector<ByteSet> precede = neighbour_bytes(g, dfas, true);
   for (const KeyedGroup& kg : g.keyed) {
     if (!kg.distinct()) continue;
+    const ByteSet& after = follow[static_cast<std::size_t>(kg.value_nt)];
+    const ByteSet& before = precede[static_cast<std::size_t>(kg.value_nt)];
     // (open_values also needs the separator to be terminals only: inside it, the group's own
     // items are in the current set.)
     const auto rec = static_cast<std::uint32_t>(kg.rec_prod[0]);
@@ -339,36 +433,44 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
         continue;
       }
       const Dfa& d = *dfas[last.index()];
-      // The byte pairs suffice only when the terminal cannot leave its accepting states once in
-      // them (digits after digits; a closing quote reads nothing more): then an item that went
-      // on past a close dies only at a later close-then-stop pair. Otherwise (`a|abc`) it may
-      // die later at a non-accepting state, so every close is an event wherever it is.
-      bool closed = true;
-      for (std::uint32_t s = 0; s < d.num_states() && closed; ++s)
-        for (int c = 0; c < 256 && closed; ++c) {
-          const std::int32_t n = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(c));
-          closed = !d.accepting(static_cast<std::int32_t>(s)) || n < 0 || d.accepting(n);
-        }
-      for (std::uint32_t s = 0; s < d.num_states(); ++s)
+      // A parse that uses a close inside the token goes on with a byte that may follow the
+      // item (`after`: the separator's first bytes, or what follows the group), so the pairs
+      // are (a byte into an accepting state, a byte of `after`) - whether or not the item
+      // could also read that byte (`a|abc` with separator `b`: "aba"). A token that ends at a
+      // close leaves the item alive (it may go on: "15" to "150") unless it is a sink there;
+      // a live item can still reach a value, a new one unless the prefix is dead, which
+      // dead_prefix_tokens finds.
+      std::vector<char> sink(d.num_states(), 0);
+      for (std::uint32_t q = 0; q < d.num_states(); ++q) {
+        bool none = d.accepting(static_cast<std::int32_t>(q));
+        for (int c = 0; c < 256 && none; ++c) none = d.next(static_cast<std::int32_t>(q), static_cast<std::uint8_t>(c)) < 0;
+        sink[q] = none ? 1 : 0;
+      }
+      for (std::uint32_t q = 0; q < d.num_states(); ++q)
         for (int b = 0; b < 256; ++b) {
-          const std::int32_t n = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
-          if (n < 0 || !d.accepting(n)) continue;
-          bool sink = true;
-          for (int c = 0; c < 256; ++c) {
-            const bool goes_on = d.next(n, static_cast<std::uint8_t>(c)) >= 0;
-            sink = sink && !goes_on;
-            if (!goes_on || !closed) then[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+          const std::int32_t n = d.next(static_cast<std::int32_t>(q), static_cast<std::uint8_t>(b));
+          if (n < 0) continue;
+          if (d.accepting(n))
+            for (int c = 0; c < 256; ++c)
+              if (has(after, c)) then[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+          if (sink[static_cast<std::size_t>(n)]) {
+            at_end[static_cast<std::size_t>(b)] = true;
+            if (static_cast<std::int32_t>(q) == d.start())
+              for (int a = 0; a < 256; ++a)
+                if (has(before, a)) end_pair[static_cast<std::size_t>(a) * 256 + static_cast<std::size_t>(b)] = true;
           }
-          if (sink || !closed) at_end[static_cast<std::size_t>(b)] = true;
+          // (the pair into a sink from a state reached by a byte a)
+          for (int c = 0; c < 256; ++c) {
+            const std::int32_t m = d.next(n, static_cast<std::uint8_t>(c));
+            if (m >= 0 && sink[static_cast<std::size_t>(m)]) end_pair[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+          }
         }
     }
   }
   // Items with finitely many values somewhere (item_values.hpp): their dead prefixes. A token
-  // may enter one after opening the item itself (`"a` when "a" and "b" are held and the item is
-  // ^[ab]$, or ` "-`): such a token holds a quote, which closes the item terminal from some
-  // state into a state that reads nothing more (analyse_item_values checks that), so it is
-  // among one_ already. Tokens that go on from an open item's state are found per step by a
-  // walk of the vocabulary (dead_prefix_tokens).
+  // may enter one after opening the item itself (` "-` or `,"a`, marked below), and tokens
+  // that go on from an open item's state (the item predicted at its start included) are found
+  // per step by a walk of the vocabulary (dead_prefix_tokens).
   table_.assign(g.terminals.size(), nullptr);
   for (const KeyedGroup& kg : g.keyed) {
     if (!kg.distinct()) continue;
@@ -382,15 +484,16 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
       if (table_[ti] != nullptr && table_[ti]->small >= small) continue;
       auto iv = std::make_unique<ItemValues>(analyse_item_values(*dfas[only.index()], kMaxDistinctItems + 1, small));
       if (!iv->ok || !iv->finite_somewhere) continue;
-      // A numeric item has no opening quote: a token may close one item and open the next
-      // in a dead prefix (`,1` when 1 and 10..19 are held under maximum 19) without a byte
-      // the pairs above mark. Mark each byte the item cannot read followed by one it may start with.
-      if (iv->numeric) {
+      // A token may close one item and open the next in a dead prefix (` "-` when "-" is held
+      // and the item is ^[-_a]$; `,1` when 1 and 10..19 are held under maximum 19): mark each
+      // byte that may come before an item followed by one the item may start with.
+      {
         const Dfa& d = *dfas[only.index()];
+        const ByteSet& before = precede[static_cast<std::size_t>(kg.value_nt)];
         for (int c = 0; c < 256; ++c) {
           if (d.next(d.start(), static_cast<std::uint8_t>(c)) < 0) continue;
           for (int b = 0; b < 256; ++b)
-            if (b != '-' && (b < '0' || b > '9')) then[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+            if (has(before, b)) then[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
         }
       }
       table_[ti] = iv.get();
@@ -406,7 +509,9 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       const auto b = static_cast<std::uint8_t>(bytes[i]);
       if (i + 1 == bytes.size()) {
-        n += at_end[b] ? 1 : 0;
+        const bool sink_end = bytes.size() == 1 ? at_end[b]
+                                                : end_pair[static_cast<std::size_t>(static_cast<std::uint8_t>(bytes[i - 1])) * 256 + b];
+        n += sink_end ? 1 : 0;
       } else {
         n += then[static_cast<std::size_t>(b) * 256 + static_cast<std::uint8_t>(bytes[i + 1])] ? 1 : 0;
       }
@@ -529,7 +634,10 @@ void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std
     return Range{static_cast<std::uint32_t>(first - vals.begin()), static_cast<std::uint32_t>(last - vals.begin())};
   };
   Range all{0, static_cast<std::uint32_t>(vals.size())};
-  for (std::size_t k = 0; k < dec.size() && all.lo < all.hi; ++k) all = narrow(all, k, dec[k]);
+  // (Decimal items: a held value may be spelled otherwise than its prefix, 5 as "5.0": no
+  // narrowing by text; their dead prefixes are few states, which `dist` finds.)
+  const bool by_text = !iv.decimal;
+  for (std::size_t k = 0; by_text && k < dec.size() && all.lo < all.hi; ++k) all = narrow(all, k, dec[k]);
   if (all.lo >= all.hi) return;
   const std::size_t base = text.size();
   const TokenTrie& trie = vocab.trie();
@@ -564,7 +672,9 @@ void DistinctCorrection::dead_prefix_tokens(EarleyParser& p, const Item& it, std
       if (reach < trie.depth(c) || reach - trie.depth(c) < iv.dist[static_cast<std::size_t>(s)]) continue;
       Frame next{c, s, f.range, f.at, f.esc};
       const char byte = static_cast<char>(trie.byte(c));
-      if (iv.adds(f.state, s) == 1 && f.esc == no_esc) {  // a raw byte: one decoded byte
+      if (!by_text) {
+        // (no narrowing)
+      } else if (iv.adds(f.state, s) == 1 && f.esc == no_esc) {  // a raw byte: one decoded byte
         next.range = narrow(f.range, f.at, byte);
         ++next.at;
       } else if (iv.adds(f.state, s) == 1) {  // an escape ends here

@@ -23,11 +23,11 @@
 // Masks: the frontier masks are cached per lexical state and cannot know the text of an item, so
 // the matcher computes them with checking OFF (the parser then counts items but compares
 // nothing; the mask memo's signatures hash only the count) and then applies DistinctCorrection:
-// every allowed token in which the parser could refuse a close (precomputed per matcher from the
-// vocabulary: a byte that closes an item where the token ends and the item can read nothing
-// more, or a close followed in the token by a byte that cannot continue the item; for an item
-// terminal that can leave its accepting states, any close) is replayed through the parser with
-// checking ON, and dropped when the parser refuses it. A close the item can extend at the
+// every allowed token in which the parser could refuse a close (precomputed once per grammar
+// from the vocabulary: a byte that closes an item where the token ends and the item can read
+// nothing more, or a close followed in the token by a byte that may follow the item: a parse
+// that used the close goes on with one) is replayed through the parser with checking ON, and
+// dropped when the parser refuses it. A close the item can extend at the
 // token's end is no refusal yet ("15" with 15 held may become "150"), so digit tokens inside an
 // integer are not replayed. When the item language has, from every open item prefix,
 // infinitely many values (a JSON string without maxLength/pattern/format: a character can
@@ -36,13 +36,17 @@
 // is one quoted JSON string terminal whose language is closed under re-spelling (the j/c
 // strings; item_values.hpp): the parser counts the values left after each state and also
 // refuses a prefix whose every value the group holds, and a group holding every value starts
-// no other item; the correction then replays every token holding a quote (it may open the next
-// item into a dead prefix) and, per step, the tokens a walk of the vocabulary finds taking an
+// no other item; the correction then replays every token that may open the next item into a
+// dead prefix (a byte before an item, then one it starts with) and, per step, the tokens a walk of the vocabulary finds taking an
 // open item into a dead prefix (only bytes that begin a held value: those groups keep each
 // held value's decoded text). Numeric items that are canonical integers (a bounded range) are
-// counted the same way (item_values.hpp), with their text as their value; the correction also
-// replays the tokens that may end one item and start the next. Other finite items (numbers with
-// fractions, several terminals) may still reach a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
+// counted the same way (item_values.hpp), with their text as their value, and plain decimals
+// have one value or infinitely many after each prefix (item_values.hpp finds the pinned ones).
+// Which tokens the correction replays: those with a byte into an accepting state of an item
+// followed by a byte that may follow the item (FOLLOW at the byte level: the separator, or
+// what follows the group), those that end where the item is a sink, and those with a byte that
+// may precede an item followed by one it may start with (a dead prefix opened mid-token).
+// Other finite items (several terminals) may still reach a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
 // finite max (grammar/json_schema/unique_items.py: at most SchemaOptions.max_unique_items),
 // which bounds the memory.
 // Completions: distinct_completion repairs the parser's shortest completion wherever it would

@@ -168,10 +168,209 @@ bool analyse_numeric(const Dfa& d, ItemValues& iv) {
   return true;
 }
 
+// Plain decimals -?(0|[1-9][0-9]*)(\.[0-9]+)? byte by byte (decimal items): 0 start, 1 after
+// '-', 2 after a leading 0, 3 in nonzero integer digits, 4 after '.', 5 in fraction digits;
+// -1: not a plain decimal. Accepting: 2, 3, 5.
+int decimal_step(int c, std::uint8_t b) {
+  const bool digit = b >= '0' && b <= '9';
+  switch (c) {
+    case 0: return b == '-' ? 1 : b == '0' ? 2 : digit ? 3 : -1;
+    case 1: return b == '0' ? 2 : digit ? 3 : -1;
+    case 2: return b == '.' ? 4 : -1;
+    case 3: return digit ? 3 : b == '.' ? 4 : -1;
+    case 4: return digit ? 5 : -1;
+    case 5: return digit ? 5 : -1;
+    default: return -1;
+  }
+}
+constexpr int kDecimalContexts = 6;
+bool decimal_accepting(int c) { return c == 2 || c == 3 || c == 5; }
+
+// The spellings of one decimal value that may follow a text in decimal context `c` once `w0`
+// (a completion) is appended: a tiny automaton, as a transition function over its states.
+//   zero value from the start or after '-':  -?0(\.0+)?   (the sign only from the start)
+//   else: A then, when the value has fraction digits F (trailing zeros trimmed), '.' F 0*,
+//   otherwise (\.0+)? -- where A is the rest of the integer part (and sign); in a fraction
+//   context: F 0* directly.
+struct Spellings {
+  std::string head;    // exact bytes first (sign and integer digits still to come)
+  bool minus_optional = false;  // zero from the start: "-" may come first
+  bool in_fraction = false;     // the text is already past '.'
+  std::string frac;    // fraction digits of the value still to come (trimmed)
+  // Cursor: 0..head.size() inside head (with the optional minus: -1 before it), then
+  // phase 1 (after head: '.' may come), 2 (after '.': frac), 3 (zeros).
+  struct Cursor {
+    int pos = 0;     // in head (phase 0) or in frac (phase 2)
+    int phase = 0;
+    bool operator==(const Cursor& o) const { return pos == o.pos && phase == o.phase; }
+  };
+  Cursor start() const {
+    if (in_fraction) return Cursor{0, 2};
+    return Cursor{minus_optional ? -1 : 0, 0};
+  }
+  // The cursor after byte b, or phase -1 when b leaves the spellings.
+  Cursor step(Cursor c, std::uint8_t b) const {
+    if (c.phase == 0) {
+      if (c.pos == -1) {
+        if (b == '-') return Cursor{0, 0};
+        c.pos = 0;
+      }
+      if (c.pos < static_cast<int>(head.size())) {
+        return static_cast<std::uint8_t>(head[static_cast<std::size_t>(c.pos)]) == b ? Cursor{c.pos + 1, 0} : Cursor{0, -1};
+      }
+      c.phase = 1;
+    }
+    if (c.phase == 1) return b == '.' ? Cursor{0, 2} : Cursor{0, -1};
+    if (c.phase == 2 && c.pos < static_cast<int>(frac.size()))
+      return static_cast<std::uint8_t>(frac[static_cast<std::size_t>(c.pos)]) == b ? Cursor{c.pos + 1, 2} : Cursor{0, -1};
+    return b == '0' ? Cursor{c.pos, 3} : Cursor{0, -1};
+  }
+  // May the text end here (a complete spelling; the item automaton decides about "5.")?
+  bool complete(Cursor c) const {
+    if (c.phase == 0) return c.pos >= 0 && c.pos == static_cast<int>(head.size()) && frac.empty() && !in_fraction;
+    if (c.phase == 1) return frac.empty();
+    return c.pos >= static_cast<int>(frac.size());
+  }
+};
+
+// The spellings after a text in context `c` completed by `w0` (an accepted completion).
+Spellings spellings_of(int c, const std::string& w0) {
+  Spellings sp;
+  // Split w0 into what precedes '.', and the fraction digits.
+  const std::size_t dot = w0.find('.');
+  std::string before = dot == std::string::npos ? w0 : w0.substr(0, dot);
+  std::string frac = dot == std::string::npos ? std::string() : w0.substr(dot + 1);
+  if (c == 4 || c == 5) {  // already in the fraction: w0 is fraction digits only
+    frac = w0;
+    before.clear();
+    sp.in_fraction = true;
+  }
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  sp.frac = frac;
+  const bool zero = frac.empty() && (before == "0" || before == "-0");
+  if ((c == 0 || c == 1) && zero) {
+    sp.head = "0";
+    sp.minus_optional = c == 0;
+    return sp;
+  }
+  sp.head = before;
+  return sp;
+}
+
+// Decimal items: every string is a plain decimal (checked on the product with decimal_step),
+// compared as exact decimals. Their values after a prefix are one (the prefix is pinned:
+// "5" under maximum 5, "-" under minimum 0, "0." under maximum 0) or infinitely many (decimals
+// are dense and the converter's ranges are intervals); per state and decoder context, whether
+// every completion spells the value of the shortest one (`single`).
+bool analyse_decimal(const Dfa& d, ItemValues& iv) {
+  const std::uint32_t n = d.num_states();
+  if (n > 4096) return false;  // (bounds of hundreds of digits: not counted, the item stays reported)
+  // Live states (some accepting state reachable): only their transitions are paths of items.
+  std::vector<std::vector<std::uint32_t>> rev(n);
+  for (std::uint32_t s = 0; s < n; ++s)
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
+      if (t >= 0) rev[static_cast<std::size_t>(t)].push_back(s);
+    }
+  std::vector<char> live(n, 0);
+  std::vector<std::uint32_t> todo;
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (d.accepting(static_cast<std::int32_t>(s))) {
+      live[s] = 1;
+      todo.push_back(s);
+    }
+  // Shortest completion per live state: breadth first backwards from the accepting states.
+  iv.shortest.assign(n, std::string());
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    const std::uint32_t t = todo[i];
+    for (std::uint32_t p : rev[t]) {
+      if (live[p]) continue;
+      for (int b = 0; b < 256; ++b)
+        if (d.next(static_cast<std::int32_t>(p), static_cast<std::uint8_t>(b)) == static_cast<std::int32_t>(t)) {
+          live[p] = 1;
+          iv.shortest[p] = static_cast<char>(b) + iv.shortest[t];
+          todo.push_back(p);
+          break;
+        }
+    }
+  }
+  if (!live[static_cast<std::size_t>(d.start())]) return false;
+  // Decoder contexts per state (a bit each), from the product with decimal_step.
+  std::vector<std::uint8_t> ctxs(n, 0);
+  std::vector<std::pair<std::int32_t, int>> stack{{d.start(), 0}};
+  ctxs[static_cast<std::size_t>(d.start())] = 1;
+  while (!stack.empty()) {
+    const auto [s, c] = stack.back();
+    stack.pop_back();
+    for (int b = 0; b < 256; ++b) {
+      const std::int32_t t = d.next(s, static_cast<std::uint8_t>(b));
+      if (t < 0 || !live[static_cast<std::size_t>(t)]) continue;
+      const int nc = decimal_step(c, static_cast<std::uint8_t>(b));
+      if (nc < 0 || (d.accepting(t) && !decimal_accepting(nc))) return false;  // not a plain decimal
+      std::uint8_t& m = ctxs[static_cast<std::size_t>(t)];
+      if (!(m >> nc & 1)) {
+        m = static_cast<std::uint8_t>(m | 1u << nc);
+        stack.emplace_back(t, nc);
+      }
+    }
+  }
+  // Per state and context: does every live path from the state stay within the spellings of
+  // the value its shortest completion gives (a product walk with the Spellings cursor)?
+  iv.single.assign(n, 0);
+  iv.ctx.assign(n, kUnset);
+  iv.count.assign(n, 0);
+  std::vector<std::pair<std::int32_t, Spellings::Cursor>> walk;
+  std::vector<char> seen;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (ctxs[s] == 0) continue;
+    iv.ctx[s] = d.accepting(static_cast<std::int32_t>(s)) ? kNA : kN;
+    for (int c = 0; c < kDecimalContexts; ++c) {
+      if (!(ctxs[s] >> c & 1)) continue;
+      const Spellings sp = spellings_of(c, iv.shortest[s]);
+      // (cursor codes: phase 0 at pos -1..head, phase 2 at 0..frac, phase 3)
+      const std::size_t h = sp.head.size() + 2, k = h + sp.frac.size() + 2;
+      auto code = [&](std::int32_t q, Spellings::Cursor cur) {
+        const std::size_t at = cur.phase == 0 ? static_cast<std::size_t>(cur.pos + 1)
+                               : cur.phase == 2 ? h + static_cast<std::size_t>(cur.pos)
+                                                : k - 1;
+        return static_cast<std::size_t>(q) * k + at;
+      };
+      bool one = true;
+      walk.assign(1, {static_cast<std::int32_t>(s), sp.start()});
+      seen.assign(static_cast<std::size_t>(n) * k, 0);
+      seen[code(walk[0].first, walk[0].second)] = 1;
+      while (!walk.empty() && one) {
+        const auto [q, cur] = walk.back();
+        walk.pop_back();
+        if (d.accepting(q) && !sp.complete(cur)) one = false;
+        for (int b = 0; b < 256 && one; ++b) {
+          const std::int32_t t = d.next(q, static_cast<std::uint8_t>(b));
+          if (t < 0 || !live[static_cast<std::size_t>(t)]) continue;
+          const Spellings::Cursor nc = sp.step(cur, static_cast<std::uint8_t>(b));
+          if (nc.phase < 0) {
+            one = false;
+            break;
+          }
+          char& mark = seen[code(t, nc)];
+          if (!mark) {
+            mark = 1;
+            walk.emplace_back(t, nc);
+          }
+        }
+      }
+      if (one) iv.single[s] = static_cast<std::uint8_t>(iv.single[s] | 1u << c);
+    }
+    iv.count[s] = iv.single[s] != 0 ? 1 : iv.cap;
+  }
+  iv.total = iv.count[static_cast<std::size_t>(d.start())];
+  iv.numeric = iv.decimal = true;
+  return true;
+}
+
 }  // namespace
 
 bool ItemValues::closed(std::int32_t state) const { return ctx[static_cast<std::size_t>(state)] == kEnd; }
-bool ItemValues::accepts(std::int32_t state) const { return ctx[static_cast<std::size_t>(state)] == kNA; }
+bool ItemValues::accepts(std::int32_t state) const { return !decimal && ctx[static_cast<std::size_t>(state)] == kNA; }
 
 std::uint32_t ItemValues::adds(std::int32_t from, std::int32_t to) const {
   const std::uint8_t a = ctx[static_cast<std::size_t>(from)], b = ctx[static_cast<std::size_t>(to)];
@@ -191,7 +390,7 @@ ItemValues analyse_item_values(const Dfa& d, std::uint32_t cap, std::uint32_t sm
   if (n == 0 || d.empty_language() || d.accepting(d.start())) return iv;
   std::vector<std::vector<std::uint32_t>> pred(n);
   if (d.next(d.start(), '"') < 0) {  // not a JSON string: maybe a numeric item
-    if (!analyse_numeric(d, iv)) return iv;
+    if (!analyse_numeric(d, iv) && !analyse_decimal(d, iv)) return iv;
     for (std::uint32_t s = 0; s < n; ++s)
       for (int b = 0; b < 256; ++b) {
         const std::int32_t t = d.next(static_cast<std::int32_t>(s), static_cast<std::uint8_t>(b));
@@ -366,6 +565,22 @@ struct Enumerator {
     }
     return true;
   }
+  // Decimal items: is the one value of every completion from `s` held (false when the text's
+  // decoder context leaves the state more than one value)? Completions spell the same value
+  // as the item closing now, so `strict` changes nothing here.
+  bool all_held_decimal(std::int32_t s) {
+    int c = 0;
+    for (char ch : text) {
+      c = decimal_step(c, static_cast<std::uint8_t>(ch));
+      if (c < 0) return false;
+    }
+    if (!(iv.single[static_cast<std::size_t>(s)] >> c & 1)) return false;
+    const std::size_t at = text.size();
+    text += iv.shortest[static_cast<std::size_t>(s)];
+    const bool h = values.has(set, value_hash(text));
+    text.resize(at);
+    return h;
+  }
   // Is the value of every completion from `s` (the text so far in `text`) held?
   bool all_held(std::int32_t s) {
     const std::uint8_t c = iv.ctx[static_cast<std::size_t>(s)];
@@ -407,7 +622,8 @@ bool prefix_dead(const Dfa& d, const ItemValues& iv, std::int32_t state, std::st
     const std::uint32_t held = values.count(set);
     if (!iv.maybe_dead(state, held, strict)) return false;
     Enumerator e{d, iv, values, set, held, text};
-    if (!(iv.numeric ? e.all_held_numeric(state, strict) : e.all_held(state))) return false;
+    const bool all = iv.decimal ? e.all_held_decimal(state) : iv.numeric ? e.all_held_numeric(state, strict) : e.all_held(state);
+    if (!all) return false;
   }
   return true;
 }

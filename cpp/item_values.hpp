@@ -33,6 +33,16 @@
 // string, such an item is a value in the middle of its text ("1" under maximum 19 may still
 // become 10..19), so the parser also asks whether the item may go on (`strict`: every value
 // after the state except the one it spells now is held: then the item can only close).
+// Decimal items (`decimal`, also `numeric`): plain decimals -?(0|[1-9][0-9]*)(\.[0-9]+)?, the
+// converter's numbers in a unique array (written without exponents), compared as exact
+// decimals. A prefix then has one value or infinitely many: the converter's ranges are
+// intervals and decimals are dense, so two values imply every decimal between them. One value
+// is a prefix pinned by a bound ("5" under maximum 5: only 5, 5.0, 5.00..; "-" under minimum
+// 0: only -0..) or a range of one value. Per state and decoder context (start, after '-', in
+// the integer digits, in the fraction), `single` says whether every live path stays within
+// the spellings of the value its shortest completion gives; count is 1 there, else capped;
+// the check reads the text's context and looks that value up. A closing item and its
+// continuations have the same value, so `strict` changes nothing.
 // Checking (prefix_dead): only where the count is at most the number of values held, by
 // enumerating the completions' values (at most that many) and looking each up; an enumeration
 // stops at the first value not held.
@@ -56,7 +66,10 @@ struct ItemValues {
   std::uint32_t small = 0;            // the threshold dist was computed for
   std::uint32_t total = 0;            // values of the whole language (capped)
   bool finite_somewhere = false;      // some live state has count < cap (else nothing to check)
-  bool numeric = false;               // a numeric item (canonical integers), not a JSON string
+  bool numeric = false;               // a numeric item (canonical integers or decimals), not a JSON string
+  bool decimal = false;               // ... of plain decimals (then count is 1 or cap: `single`)
+  std::vector<std::uint8_t> single;   // decimals: per state, the decoder contexts in which it has one value
+  std::vector<std::string> shortest;  // decimals: per state, a shortest completion
 
   /// Might the item be a dead end in `state` for a group holding `held` values (`strict`: not
   /// counting the value a numeric item spells in `state`)?

@@ -239,16 +239,22 @@ TEST(distinct_numeric_item_values_are_counted) {
   EXPECT_EQ(probe_item_values("/-?1[0-9]?/", 6000, l), 22);
   EXPECT_EQ(probe_item_values("/(?:0|-?[1-9][0-9]*)/", 6000, l), 4097);  // infinitely many: capped
   EXPECT_EQ(probe_item_values("/0[0-9]/", 6000, l), -1);    // leading zeros: two spellings of 1
-  EXPECT_EQ(probe_item_values("/-?0/", 6000, l), -1);       // -0 is 0
-  EXPECT_EQ(probe_item_values("/1(?:\\.0)?/", 6000, l), -1);  // 1.0 is 1
+  EXPECT_EQ(probe_item_values("/-?0/", 6000, l), 1);        // -0 is 0 (counted as a decimal)
+  EXPECT_EQ(probe_item_values("/1(?:\\.0)?/", 6000, l), 1);   // 1.0 is 1 (counted as a decimal)
   EXPECT_EQ(probe_item_values("/-/", 6000, l), -1);         // not a number
+  // Plain decimals: one value (pinned) or infinitely many.
+  EXPECT_EQ(probe_item_values("/-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?/", 6000, l), 4097);
+  EXPECT_EQ(probe_item_values("/5(?:\\.0+)?/", 6000, l), 1);
+  EXPECT_EQ(probe_item_values("/-?0(?:\\.0+)?/", 6000, l), 1);    // 0 and -0 are one value
+  EXPECT_EQ(probe_item_values("/(?:[0-4](?:\\.[0-9]+)?|5(?:\\.0+)?)/", 6000, l), 4097);
+  EXPECT_EQ(probe_item_values("/1(?:\\.[0-9]+)?e5/", 6000, l), -1);  // exponents: not plain
 }
 
 namespace {
 std::shared_ptr<const Vocabulary> numeric_vocab() {
   std::vector<std::string> toks;
   for (const char* t : {"[", "]", ",", "-", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ",1", ",-", "1,", "10",
-                        "-1", "19", "1]", ", 1", " "})
+                        "-1", "19", "1]", ", 1", " ", ".", ".0", "5.", ",5", ".5", "0,"})
     toks.push_back(t);
   toks.push_back("<eos>");
   const auto n = static_cast<std::int32_t>(toks.size());
@@ -319,4 +325,44 @@ TEST(distinct_correction_is_built_once_per_grammar) {
   EXPECT(a.accept_bytes("[a,") && !a.accept_bytes("a") && b.accept_bytes("[a]"));
   auto plain = compile_grammar("root ::= \"[\" /[ab]/ \"]\"", "root", distinct_vocab(), Limits{});
   EXPECT(plain->distinct_correction() == nullptr);
+}
+
+// A distinct group of plain decimals, compared as exact decimals (5 = 5.0 = 5.00): a prefix
+// pinned to one held value ("5" under maximum 5, "-" under minimum 0) is refused; completions
+// repaired past a held value end (a `0` would keep the value: "1.0", "1.00", ...).
+TEST(distinct_decimal_items_have_no_dead_ends) {
+  const char* grammar = R"G(root ::= "[" items "]"
+items ::= %distinct{1,12}(","; n)
+n ::= /-?0(?:\.0+)?|(?:0|[1-4])\.[0-9]+|[1-4]|5(?:\.0+)?/)G";
+  auto g = compile_grammar(grammar, "root", numeric_vocab(), Limits{});
+  EXPECT(accepts(g, "[5,0.5,1.25]") && !accepts(g, "[5,5.0]") && !accepts(g, "[1.5,1.50]") && !accepts(g, "[0,-0.0]"));
+  EXPECT(!Matcher(g).accept_bytes("[5,5"));     // only 5 again
+  EXPECT(!Matcher(g).accept_bytes("[0,-"));     // only -0, which is 0
+  EXPECT(Matcher(g).accept_bytes("[0,0."));     // 0.5, ...
+  EXPECT(!Matcher(g).accept_bytes("[1.5,1.50,"));
+  {
+    Matcher m(g);
+    EXPECT(m.accept_bytes("[1,1.5,1"));
+    const std::string rest = m.shortest_completion();
+    EXPECT(m.accept_bytes(rest) && m.is_accepting());
+  }
+  const Vocabulary& v = g->vocab();
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    Matcher m(g);
+    for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::accepted_one_by_one(m));
+      EXPECT(!al.empty());
+      Matcher done = m;
+      const std::string rest = done.shortest_completion();
+      EXPECT(done.accept_bytes(rest) && done.is_accepting());
+      if (al.empty()) break;
+      std::vector<std::int32_t> pick;
+      for (std::int32_t t : al)
+        if (v.bytes(t) != "]" && v.bytes(t) != "1]") pick.push_back(t);
+      if (pick.empty()) pick = al;
+      EXPECT(m.accept_token(pick[rng() % pick.size()]));
+    }
+  }
 }
