@@ -21,8 +21,8 @@ the converter did before unique groups existed) — and *after* (this tree).
    free-string and integer arrays (distinct groups, cpp/distinct.hpp) are walked twice: with
    uniform tokens, and preferring short tokens (``"``, ``a``, ``", "``, one digit...) so that
    duplicates are often one token away and the correction has remembered values to compare.
-   Strings with ``maxLength``, a closed pattern or a format (counted values, dead prefixes:
-   cpp/item_values.hpp) are walked too.
+   Strings with ``maxLength``, a closed pattern or a format, integers between bounds and numbers
+   (counted values, dead prefixes: cpp/item_values.hpp) are walked too.
 4. Mask CPU time inside arrays of strings and of integers without ``maxItems`` that already
    hold 1, 64 and 255 items (the correction compares each close with every held value), and
    of strings with ``maxLength: 8`` whose open item is a few characters from the bound.
@@ -175,9 +175,21 @@ MASK_SCHEMAS: list[tuple[str, Any]] = [
     ("[ab]{1,2}, short", {"items": {"type": "string", "pattern": "^[ab]{1,2}$", "maxLength": 2}}),
     ("format date", {"items": {"type": "string", "format": "date"}, "maxItems": 12}),
     ("format uuid", {"items": {"type": "string", "format": "uuid"}, "maxItems": 12}),
+    # Counted integers and numbers (item_values.hpp: numeric and decimal items).
+    ("integers -150..150", {"items": {"type": "integer", "minimum": -150, "maximum": 150}}),
+    ("ints -150..150, short", {"items": {"type": "integer", "minimum": -150, "maximum": 150}}),
+    ("numbers", {"items": {"type": "number"}}),
+    ("numbers 0..5, short", {"items": {"type": "number", "minimum": 0, "maximum": 5}}),
 ]
 # Walks on these prefer tokens of at most two bytes (see the module docstring).
-SHORT = {"free strings, short", "integers, short", "maxLength 8, short", "[ab]{1,2}, short"}
+SHORT = {
+    "free strings, short",
+    "integers, short",
+    "maxLength 8, short",
+    "[ab]{1,2}, short",
+    "ints -150..150, short",
+    "numbers 0..5, short",
+}
 
 
 def masks(tok: corral.Tokenizer, walks: int) -> None:
@@ -223,6 +235,7 @@ def filled(tok: corral.Tokenizer, rounds: int) -> None:
     cases = (
         ("strings", {"type": "string"}, lambda i: f'"w{i}"', (b", ", b', "w')),
         ("integers", {"type": "integer"}, lambda i: str(7 * i + 3), (b", ", b", 1")),
+        ("numbers", {"type": "number"}, lambda i: f"{i}.5", (b", ", b", 1")),
         # The open item one to three characters from maxLength: the vocabulary walk's worst case.
         ("maxLen 8", {"type": "string", "maxLength": 8}, lambda i: f'"w{i:07d}"', (b', "w000', b', "w00000')),
     )

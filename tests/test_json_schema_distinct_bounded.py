@@ -264,3 +264,21 @@ def test_random_walks_never_meet_a_dead_end(
         assert validator.is_valid(value), (bytes(out), rest)
         lengths.append(len(value))
     assert max(lengths) >= 2, lengths  # (the walks did write several items)
+
+
+def test_items_behind_a_ref_are_counted_too(llama32: corral.Tokenizer) -> None:
+    # (the item rule is built from the $ref's target, one terminal the engine counts)
+    schema = {
+        "type": "array",
+        "items": {"$ref": "#/$defs/code"},
+        "uniqueItems": True,
+        "maxItems": 4,
+        "$defs": {"code": {"type": "string", "maxLength": 1, "pattern": "^[ab]$"}},
+    }
+    g = corral.compile_json_schema(schema, llama32, strict=True)
+    assert _entry(g).status == "enforced"
+    m = g.matcher()
+    assert m.accept_bytes(b'["a", "')
+    assert not m.copy().accept_bytes(b"a") and not m.copy().accept_bytes(b"\\u0061")
+    assert m.copy().accept_bytes(b'b"')
+    mask_matches_accept(m, llama32)

@@ -200,10 +200,10 @@ def test_integer_random_walks_stay_distinct_and_exact(tokenizer: str, request: p
 
 def test_other_integer_items_stay_in_the_report(llama32: corral.Tokenizer) -> None:
     # (integers under a maximum or above a negative minimum, where "1" can only become 1 or
-    # 10..19, are counted by the engine: test_json_schema_distinct_integers.py)
+    # 10..19, are counted by the engine: test_json_schema_distinct_numbers.py)
     for items in (
         {"type": "integer", "multipleOf": 2},
-        {"type": "number"},  # validators compare parsed doubles (unique_items.py)
+        {"type": ["number", "null"]},  # (numbers alone: test_json_schema_distinct_numbers.py)
     ):
         g = corral.compile_json_schema({**INTEGERS, "items": items}, llama32)
         assert [e.keyword for e in g.report.checked_after()] == ["uniqueItems"], items

@@ -25,16 +25,16 @@ MODEL = "SmolLM2-135M-Instruct"
 VOCAB_WIDTH = 49152  # SmolLM2's vocabulary: the mask's width
 WORD = {"type": "object", "properties": {"word": {"type": "string", "maxLength": 12}}, "required": ["word"]}
 STORY = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}
-# Every output violates these: two numbers equal to 1.5 are never unique (items that are numbers
-# with fractions stay checked after decoding; strings with finitely many values, or a finite item
-# set such as one integer, are enforced in the mask, so the same array of them would be refused at
-# compile time as one no value satisfies); every integer "a" is a multiple of 0.5, which "not"
-# forbids (the complement of a decimal step is one the grammar cannot write, so it is checked
-# after decoding; that of an integer step is enforced, and would make this schema one no value
-# satisfies, refused at compile time).
+# Every output violates these: two numbers equal to 1.5 are never unique (numbers with a decimal
+# multipleOf stay checked after decoding; numbers between bounds, strings with finitely many
+# values, or a finite item set such as one integer, are enforced in the mask, so the same array
+# of them would be refused at compile time as one no value satisfies); every integer "a" is a
+# multiple of 0.5, which "not" forbids (the complement of a decimal step is one the grammar
+# cannot write, so it is checked after decoding; that of an integer step is enforced, and would
+# make this schema one no value satisfies, refused at compile time).
 NOT_UNIQUE = {
     "type": "array",
-    "items": {"type": "number", "minimum": 1.5, "maximum": 1.5},
+    "items": {"type": "number", "minimum": 1.5, "maximum": 1.5, "multipleOf": 0.5},
     "minItems": 2,
     "maxItems": 2,
     "uniqueItems": True,

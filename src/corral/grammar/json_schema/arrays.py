@@ -1,7 +1,7 @@
 """Arrays: ``prefixItems``/``items`` (and draft-07 array ``items``/``additionalItems``),
 ``minItems``/``maxItems``, ``contains`` with ``minContains``/``maxContains``, and
 ``uniqueItems`` (unique_items.py: in the mask for small finite item sets, for free strings and
-integers, and for strings and bounded integers whose values the engine counts).
+integers, and for strings, bounded integers and numbers whose values the engine counts).
 
 In:  a schema's array keywords.
 Out: the grammar of the array: positions in order, each a child rule one container level
@@ -65,8 +65,8 @@ class ArraysMixin(UniqueItemsMixin):
                 "with prefixItems or contains"
                 if plain
                 else "the items are neither a small finite set of values nor free strings (or open-ended"
-                " patterns, or strings whose values the engine counts) or integers (free, or bounded"
-                " to one terminal the engine counts) (max_unique_items"
+                " patterns, or strings whose values the engine counts) or integers or numbers (free,"
+                " or bounded to one terminal the engine counts) (max_unique_items"
                 f" {self.opt.max_unique_items})"
             )
             self.cannot_enforce(

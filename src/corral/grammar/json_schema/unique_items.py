@@ -52,11 +52,17 @@ spellings are distinct values) and the matcher refuses the prefixes whose every 
 holds; unlike a string, an integer is a value in the middle of its text ("15" closes as 15 or
 goes on to 150), so a held "15" may still go on and a free one may close where it cannot go
 on. With a ``multipleOf`` the rule is several rules, and the keyword stays in the report.
-Numbers with fractions or exponents stay in the report too: validators compare them as
-parsed doubles (``[0.1, 0.10000000000000001]`` repeats for Python's ``jsonschema``, not for
-exact decimals), and under double equality a prefix like ``1.0000000000000000`` (every
-completion is 1.0 unless an exponent follows) or ``1e30`` (a dozen doubles) has finitely many
-values — a dead end the per-close check cannot see.
+Counted numbers (``bounded_item`` as well): a ``number`` with or without bounds (no
+``multipleOf``) is written in plain decimal spellings inside a unique array (``_PLAIN_NUMBERS``:
+every value keeps one; exponents elsewhere in the schema are untouched) and compared as exact
+decimals, as the JSON Schema spec says (``1.5`` = ``1.50``, ``0`` = ``-0.0``). Under exact
+equality an exponent prefix like ``1e30`` would still have infinitely many values, but
+``0e`` has one, which is why exponents go. A decimal prefix has one value or infinitely many
+(the ranges are intervals and decimals are dense): one where a bound pins it (``5`` under
+``maximum: 5``, ``-`` under ``minimum: 0``); the engine finds those states
+(cpp/item_values.hpp) and the matcher refuses them when that value is held. Python's
+``jsonschema`` compares parsed floats instead, so ``[0.1, 0.10000000000000001]`` (17
+significant digits) repeats there and not here; the report's detail says so.
 
 How long: the matcher's memory (32 bytes an item, plus the decoded text of counted strings)
 and the mask's correction grow with the items, so ``SchemaOptions.max_unique_items`` (default
@@ -71,7 +77,7 @@ bitset of that many bits and the grammar has two productions per value, but what
 the mask: each set of values seen is a new frontier of up to that many member terminals, walked
 cold once (``bench/bench_unique_items.py``, Llama 3.2: 32 integers give a mask max of 3.4 ms,
 64 give 15 ms, 101 give 34 ms). Past the cap (unless the items are free values or counted
-strings), for other item sets (objects that are not enum values, numbers), with
+strings), for other item sets (objects that are not enum values, mixed types), with
 ``contains``, and with ``prefixItems`` unless every position has one schema (arrays.py: then
 the group is over that schema, at most the prefix long when ``items`` is false), the keyword
 stays in the report as checked after decoding — never silently unenforced.
@@ -87,7 +93,7 @@ from typing import TYPE_CHECKING, Any
 from corral import errors as corral_errors
 from corral.errors import SchemaError
 from corral.grammar.json_schema.core import ConverterCore
-from corral.grammar.json_schema.keywords import _ANNOTATIONS, SLOT_KEYWORD
+from corral.grammar.json_schema.keywords import _ANNOTATIONS, _PLAIN_NUMBERS, SLOT_KEYWORD
 from corral.grammar.json_schema.util import _NoValue, _ptr
 
 #: The most distinct item values a unique array is enforced for (see the module docstring).
@@ -109,9 +115,16 @@ _MANY_VALUES = 4097
 _FREE_INTEGER = frozenset({"type", "minimum", "exclusiveMinimum"})
 # ... of an integer whose values the engine counts (bounded_item: canonical integers).
 _BOUNDED_INTEGER = _FREE_INTEGER | {"maximum", "exclusiveMaximum", "multipleOf"}
+# ... of a number (bounded_item over its plain decimal spellings).
+_NUMBER = frozenset({"type", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"})
 # What bounded_item's items are, for the report.
 _COUNTED_STRINGS = "strings with finitely many values after some prefix (the matcher counts them)"
 _COUNTED_INTEGERS = "integers with finitely many values after some prefix (the matcher counts them)"
+_COUNTED_NUMBERS = (
+    "numbers in plain decimal spellings, compared as exact decimals as the JSON Schema spec"
+    " says (Python's jsonschema compares parsed floats: 0.1 and 0.10000000000000001 are one"
+    " value there)"
+)
 # Bounded integer ranges wider than this are not enumerated.
 _MAX_RANGE = 4 * MAX_UNIQUE_VALUES
 # Most anyOf/oneOf/allOf levels followed to find an item schema's finite candidates.
@@ -324,6 +337,8 @@ class UniqueItemsMixin(ConverterCore):
         (None: infinitely many), for item schemas from whose every open prefix infinitely many
         values remain, or strings and bounded integers whose values the engine counts (see the
         module docstring); None for any other item schema."""
+        # (the item rule is built from the $ref's target: one terminal, which the engine can
+        # probe and the matcher read as the item, rather than a rule naming another)
         s = self.deref(items, where)
         if not isinstance(s, dict):
             return None
@@ -335,13 +350,13 @@ class UniqueItemsMixin(ConverterCore):
             n = s.get("minLength", 0)
             if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.opt.max_counted_length:
                 return None
-            return self.child_rule(items, where), "free strings", None
+            return self.child_rule(s, where), "free strings", None
         if kind == "string" and keys <= _OPEN_STRING:
-            found = self.open_string_item(items, where)
+            found = self.open_string_item(s, where)
             if found is not None:
                 return (*found, None)
         if kind == "string" and keys <= _BOUNDED_STRING:
-            return self.bounded_item(items, where, _COUNTED_STRINGS)
+            return self.bounded_item(s, where, _COUNTED_STRINGS)
         if (
             kind == "integer"
             and keys <= _FREE_INTEGER
@@ -352,9 +367,13 @@ class UniqueItemsMixin(ConverterCore):
                 for k in keys - {"type"}
             )
         ):
-            return self.child_rule(items, where), "integers", None
+            return self.child_rule(s, where), "integers", None
         if kind == "integer" and keys <= _BOUNDED_INTEGER:
-            return self.bounded_item(items, where, _COUNTED_INTEGERS)
+            return self.bounded_item(s, where, _COUNTED_INTEGERS)
+        if kind == "number" and keys <= _NUMBER and not s.get(_PLAIN_NUMBERS):
+            # Plain decimal spellings (every value keeps one), whose values the engine tells
+            # apart after every prefix: one, or infinitely many.
+            return self.bounded_item({**s, _PLAIN_NUMBERS: True}, where, _COUNTED_NUMBERS)
         return None
 
     def open_string_item(self, items: Any, where: str) -> tuple[str, str] | None:
