@@ -163,3 +163,15 @@ def llama_cpp_llama(**kwargs: object) -> object:
         return llama_cpp.Llama(**kwargs)  # type: ignore[arg-type]
     finally:
         lib.llama_model_default_params = default
+
+
+def accepts_text(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
+    """Does a fresh matcher of `g` take `text` (as `tok` encodes it) and end accepting?"""
+    m = g.matcher()
+    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
+
+
+def unique_entry(g: corral.CompiledGrammar) -> corral.ReportEntry:
+    """The grammar's one ``uniqueItems`` report entry."""
+    (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
+    return e

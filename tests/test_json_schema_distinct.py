@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import mask_matches_accept, random_walk
+from helpers import accepts_text, mask_matches_accept, random_walk
 
 import corral
 from corral.grammar.json_schema.unique_items import MAX_REMEMBERED_ITEMS
@@ -65,11 +65,6 @@ INSTANCES = [
 ]
 
 
-def _accepts(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
-    m = g.matcher()
-    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
-
-
 def _quote_tokens(tok: corral.Tokenizer) -> list[int]:
     return [i for i in range(tok.vocab_size) if b'"' in tok.token_bytes[i]]
 
@@ -92,9 +87,9 @@ def test_enforced_exactly_against_jsonschema(name: str, llama32: corral.Tokenize
             json.dumps(doc, separators=(",", ":")),
             json.dumps(doc, ensure_ascii=False),
         ):
-            assert _accepts(g, llama32, spelled) == want, (name, spelled)
+            assert accepts_text(g, llama32, spelled) == want, (name, spelled)
         if name != "nested in an object":
-            assert _accepts(g, llama32, text) == want, (name, text)
+            assert accepts_text(g, llama32, text) == want, (name, text)
     assert kinds == {True, False}
 
 
@@ -148,8 +143,8 @@ def test_each_array_remembers_its_own_items(prefix: bytes, llama32: corral.Token
     g = corral.compile_json_schema(TWO, llama32)
     validator = jsonschema.Draft202012Validator(TWO)
     doc = {"tags": ["a", "b"], "name": "a", "more": ["a", "b"]}
-    assert validator.is_valid(doc) and _accepts(g, llama32, json.dumps(doc))
-    assert not _accepts(g, llama32, json.dumps({**doc, "more": ["b", "b"]}))
+    assert validator.is_valid(doc) and accepts_text(g, llama32, json.dumps(doc))
+    assert not accepts_text(g, llama32, json.dumps({**doc, "more": ["b", "b"]}))
     m = g.matcher()
     assert m.accept_bytes(prefix)
     assert m.copy().accept_bytes(b'"')  # "a" again: another array, or no array at all
@@ -167,8 +162,8 @@ def test_arrays_of_unique_arrays(whitespace: str, llama32: corral.Tokenizer) -> 
         if whitespace == "pretty"
         else (lambda v: json.dumps(v, separators=(",", ":")))
     )
-    assert _accepts(g, llama32, dump([["a", "b"], ["a"], ["b", "a"]]))
-    assert not _accepts(g, llama32, dump([["a"], ["b", "b"]]))
+    assert accepts_text(g, llama32, dump([["a", "b"], ["a"], ["b", "a"]]))
+    assert not accepts_text(g, llama32, dump([["a"], ["b", "b"]]))
     text = dump([["a", "b"], ["b", "a"]])
     m = g.matcher()
     assert m.accept_bytes(text[: text.rindex('a"')].encode())  # inside the last "a": "b" is held
@@ -266,7 +261,7 @@ def test_every_whitespace_mode(whitespace: str, llama32: corral.Tokenizer) -> No
             text = json.dumps(v, separators=(",", ":"))
         else:
             text = json.dumps(v)
-        assert _accepts(g, llama32, text) == validator.is_valid(v), (whitespace, text)
+        assert accepts_text(g, llama32, text) == validator.is_valid(v), (whitespace, text)
 
 
 def test_the_grammar_construct_compares_numbers_by_value(llama32: corral.Tokenizer) -> None:

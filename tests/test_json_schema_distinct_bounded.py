@@ -21,7 +21,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import mask_matches_accept
+from helpers import accepts_text, mask_matches_accept, unique_entry
 
 import corral
 
@@ -84,21 +84,11 @@ INSTANCES: dict[str, list[str]] = {
 }
 
 
-def _accepts(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
-    m = g.matcher()
-    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
-
-
-def _entry(g: corral.CompiledGrammar) -> corral.ReportEntry:
-    (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
-    return e
-
-
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_enforced_exactly_against_jsonschema(name: str, llama32: corral.Tokenizer) -> None:
     schema = SCHEMAS[name]
     g = corral.compile_json_schema(schema, llama32, strict=True)
-    assert _entry(g).status == "enforced" and not g.report.post_checks, g.report
+    assert unique_entry(g).status == "enforced" and not g.report.post_checks, g.report
     validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     kinds = set()
     for text in INSTANCES[name]:
@@ -110,7 +100,7 @@ def test_enforced_exactly_against_jsonschema(name: str, llama32: corral.Tokenize
             json.dumps(value),
             json.dumps(value, ensure_ascii=False, separators=(",", ":")),
         ):
-            assert _accepts(g, llama32, spelled) == want, (name, spelled)
+            assert accepts_text(g, llama32, spelled) == want, (name, spelled)
     assert kinds == {True, False}
 
 
@@ -211,14 +201,14 @@ def test_what_stays_in_the_report(llama32: corral.Tokenizer) -> None:
         {"type": "string", "minLength": 2, "maxLength": 2, "pattern": "^[0-9]+$"},
     ):
         g = corral.compile_json_schema(_array(items), llama32, strict=True)
-        assert _entry(g).status == "enforced", items
+        assert unique_entry(g).status == "enforced", items
 
 
 def test_with_a_cap_below_the_values(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(TWO_CHARS, llama32, max_unique_items=3)
-    assert _entry(g).capped_at == 3
+    assert unique_entry(g).capped_at == 3
     g = corral.compile_json_schema(TWO_CHARS, llama32)
-    assert _entry(g).capped_at is None  # eight values: the array closes when they are written
+    assert unique_entry(g).capped_at is None  # eight values: the array closes when they are written
     m = g.matcher()
     assert m.accept_bytes(b'["a", "b", "aa", "ab", "ba", "bb", "a\\n", "b\\n"')
     assert not m.copy().accept_bytes(b",") and m.accept_bytes(b"]")
@@ -276,7 +266,7 @@ def test_items_behind_a_ref_are_counted_too(llama32: corral.Tokenizer) -> None:
         "$defs": {"code": {"type": "string", "maxLength": 1, "pattern": "^[ab]$"}},
     }
     g = corral.compile_json_schema(schema, llama32, strict=True)
-    assert _entry(g).status == "enforced"
+    assert unique_entry(g).status == "enforced"
     m = g.matcher()
     assert m.accept_bytes(b'["a", "')
     assert not m.copy().accept_bytes(b"a") and not m.copy().accept_bytes(b"\\u0061")

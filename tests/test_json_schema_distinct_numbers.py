@@ -28,7 +28,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import mask_matches_accept
+from helpers import accepts_text, mask_matches_accept, unique_entry
 
 import corral
 
@@ -84,21 +84,11 @@ INSTANCES: dict[str, list[str]] = {
 }
 
 
-def _accepts(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
-    m = g.matcher()
-    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
-
-
-def _entry(g: corral.CompiledGrammar) -> corral.ReportEntry:
-    (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
-    return e
-
-
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_enforced_exactly_against_jsonschema(name: str, llama32: corral.Tokenizer) -> None:
     schema = SCHEMAS[name]
     g = corral.compile_json_schema(schema, llama32, strict=True)
-    assert _entry(g).status == "enforced" and not g.report.post_checks, g.report
+    assert unique_entry(g).status == "enforced" and not g.report.post_checks, g.report
     validator = jsonschema.Draft202012Validator(schema)
     kinds = set()
     for text in INSTANCES[name]:
@@ -106,7 +96,7 @@ def test_enforced_exactly_against_jsonschema(name: str, llama32: corral.Tokenize
         want = validator.is_valid(value)
         kinds.add(want)
         for spelled in (text, json.dumps(value, separators=(",", ":"))):
-            assert _accepts(g, llama32, spelled) == want, (name, spelled)
+            assert accepts_text(g, llama32, spelled) == want, (name, spelled)
     assert kinds == {True, False}
 
 
@@ -159,7 +149,7 @@ def test_dead_prefixes_are_refused_and_the_mask_equals_the_parser(
 
 def test_an_exhausted_range_closes_the_array(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(BELOW, llama32)
-    assert _entry(g).capped_at is None  # (200 values: the array closes when they are written)
+    assert unique_entry(g).capped_at is None  # (200 values: the array closes when they are written)
     m = g.matcher()
     assert m.accept_bytes(("[" + ", ".join(str(-k) for k in range(1, 201))).encode())
     assert not m.copy().accept_bytes(b",") and m.accept_bytes(b"]")
@@ -187,7 +177,7 @@ def test_what_stays_in_the_report(llama32: corral.Tokenizer) -> None:
         {"type": "number", "minimum": -0.5, "exclusiveMaximum": 0.5},
     ):
         g = corral.compile_json_schema(_array(items), llama32, strict=True)
-        assert _entry(g).status == "enforced" and _entry(g).capped_at == 256, items
+        assert unique_entry(g).status == "enforced" and unique_entry(g).capped_at == 256, items
 
 
 def test_numbers_are_written_without_exponents_in_a_unique_array(llama32: corral.Tokenizer) -> None:

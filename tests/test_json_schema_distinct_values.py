@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import mask_matches_accept, random_walk
+from helpers import accepts_text, mask_matches_accept, random_walk, unique_entry
 from test_json_schema_distinct import INSTANCES
 
 import corral
@@ -47,25 +47,15 @@ INT_INSTANCES = [
 ]
 
 
-def _accepts(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
-    m = g.matcher()
-    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
-
-
 def _digit_tokens(tok: corral.Tokenizer) -> list[int]:
     return [i for i in range(tok.vocab_size) if any(48 <= b <= 57 for b in tok.token_bytes[i])]
-
-
-def _entry(g: corral.CompiledGrammar) -> corral.ReportEntry:
-    (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
-    return e
 
 
 def test_string_arrays_without_max_items_are_enforced_up_to_the_cap(llama32: corral.Tokenizer) -> None:
     for schema in (STRINGS, {**STRINGS, "minItems": 1}, {**STRINGS, "maxItems": 1000}):
         g = corral.compile_json_schema(schema, llama32, strict=True)
         assert not g.report.post_checks, schema
-        assert _entry(g).status == "enforced" and "capped at 256 items" in _entry(g).detail
+        assert unique_entry(g).status == "enforced" and "capped at 256 items" in unique_entry(g).detail
         validator = jsonschema.Draft202012Validator(schema)
         kinds = set()
         for text in INSTANCES:
@@ -73,18 +63,18 @@ def test_string_arrays_without_max_items_are_enforced_up_to_the_cap(llama32: cor
             want = validator.is_valid(value)
             kinds.add(want)
             for spelled in (text, json.dumps(value), json.dumps(value, ensure_ascii=False)):
-                assert _accepts(g, llama32, spelled) == want, (schema, spelled)
+                assert accepts_text(g, llama32, spelled) == want, (schema, spelled)
         assert kinds == {True, False}
     # With a maxItems inside the cap the array is exact (no cap in the report).
     g = corral.compile_json_schema({**STRINGS, "maxItems": 256}, llama32)
-    assert _entry(g).status == "enforced" and "capped" not in _entry(g).detail
+    assert unique_entry(g).status == "enforced" and "capped" not in unique_entry(g).detail
 
 
 def test_the_cap_closes_the_array(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(STRINGS, llama32, max_unique_items=3)
-    assert "capped at 3 items" in _entry(g).detail
-    assert _accepts(g, llama32, '["a", "b", "c"]')
-    assert not _accepts(g, llama32, '["a", "b", "c", "d"]')
+    assert "capped at 3 items" in unique_entry(g).detail
+    assert accepts_text(g, llama32, '["a", "b", "c"]')
+    assert not accepts_text(g, llama32, '["a", "b", "c", "d"]')
     m = g.matcher()
     assert m.accept_bytes(b'["a", "b", "c"')
     mask_matches_accept(
@@ -94,8 +84,8 @@ def test_the_cap_closes_the_array(llama32: corral.Tokenizer) -> None:
     # The default cap: 256 distinct items, not 257.
     g = corral.compile_json_schema(STRINGS, llama32)
     items = [f"w{i}" for i in range(257)]
-    assert _accepts(g, llama32, json.dumps(items[:256]))
-    assert not _accepts(g, llama32, json.dumps(items))
+    assert accepts_text(g, llama32, json.dumps(items[:256]))
+    assert not accepts_text(g, llama32, json.dumps(items))
 
 
 def test_without_the_cap_the_keyword_stays_in_the_report(llama32: corral.Tokenizer) -> None:
@@ -124,14 +114,14 @@ def test_integers_enforced_exactly_against_jsonschema(
     for bound in ({}, {"maxItems": 5}, {"minItems": 2}):
         schema = {**INTEGERS, "items": items, **bound}
         g = corral.compile_json_schema(schema, tok, strict=True)
-        assert _entry(g).status == "enforced" and "integers" in _entry(g).detail
+        assert unique_entry(g).status == "enforced" and "integers" in unique_entry(g).detail
         validator = jsonschema.Draft202012Validator(schema)
         kinds = set()
         for value in INT_INSTANCES:
             want = validator.is_valid(value)
             kinds.add(want)
             for spelled in (json.dumps(value), json.dumps(value, separators=(",", ":"))):
-                assert _accepts(g, tok, spelled) == want, (schema, spelled)
+                assert accepts_text(g, tok, spelled) == want, (schema, spelled)
         assert kinds == {True, False}
 
 
@@ -285,7 +275,7 @@ def test_open_ended_probe() -> None:
 
 def test_open_ended_pattern_items_are_enforced(llama32: corral.Tokenizer) -> None:
     g = corral.compile_json_schema(PATTERNED, llama32, strict=True)
-    assert _entry(g).status == "enforced" and "infinitely many continuations" in _entry(g).detail
+    assert unique_entry(g).status == "enforced" and "infinitely many continuations" in unique_entry(g).detail
     validator = jsonschema.Draft202012Validator(PATTERNED)
     kinds = set()
     for text in (
@@ -304,7 +294,7 @@ def test_open_ended_pattern_items_are_enforced(llama32: corral.Tokenizer) -> Non
         want = validator.is_valid(value)
         kinds.add(want)
         for spelled in (text, json.dumps(value), json.dumps(value, separators=(",", ":"))):
-            assert _accepts(g, llama32, spelled) == want, spelled
+            assert accepts_text(g, llama32, spelled) == want, spelled
     assert kinds == {True, False}
     for prefix in (b'["ab", "a', b'["ab", "', b'["a1", "a'):
         m = g.matcher()
@@ -328,7 +318,8 @@ def test_closed_patterns_and_formats_are_counted_or_stay_in_the_report(llama32: 
         {"type": "string", "format": "date"},
     ):
         g = corral.compile_json_schema({**PATTERNED, "items": items}, llama32)
-        assert _entry(g).status == "enforced" and "finitely many values" in _entry(g).detail, items
+        entry = unique_entry(g)
+        assert entry.status == "enforced" and "finitely many values" in entry.detail, items
     g = corral.compile_json_schema({**PATTERNED, "items": {"type": "string", "format": "uri"}}, llama32)
     assert [e.keyword for e in g.report.checked_after()] == ["uniqueItems"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import random_walk
+from helpers import accepts_text, random_walk
 
 import corral
 from corral.grammar.json_schema import schema_to_grammar
@@ -202,11 +202,6 @@ CASES: list[tuple[str, Any, list[Any]]] = [
 ]
 
 
-def _accepts(g: corral.CompiledGrammar, tok: corral.Tokenizer, text: str) -> bool:
-    m = g.matcher()
-    return all(m.accept_token(t) for t in tok.encode(text)) and m.is_accepting()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "schema", "instances"), CASES, ids=[c[0] for c in CASES])
 def test_enforced_exactly_against_jsonschema(
@@ -219,7 +214,7 @@ def test_enforced_exactly_against_jsonschema(
     assert kinds == {True, False}, f"{name}: the instances must include valid ones and near misses"
     for inst in instances:
         for text in (json.dumps(inst, ensure_ascii=False), json.dumps(inst, separators=(",", ":"))):
-            assert _accepts(g, llama32, text) == validator.is_valid(inst), (name, text)
+            assert accepts_text(g, llama32, text) == validator.is_valid(inst), (name, text)
     rng = random.Random(name)
     for _ in range(8):
         out, _ = random_walk(g, rng, max_steps=24)
@@ -267,7 +262,7 @@ def test_not_format_against_a_format_checker(
     for inst in instances:
         text = json.dumps(inst)
         want = validator.is_valid(inst)
-        assert _accepts(g, llama32, text) == want, (name, text)
+        assert accepts_text(g, llama32, text) == want, (name, text)
         if want:  # validate() agrees (it checks the formats with the grammar's regexes)
             assert g.validate(text) == inst
         else:
@@ -298,7 +293,7 @@ def test_not_additional_properties_unexpressible_stays_in_the_report(llama32: co
     ):
         g = corral.compile_json_schema(schema, llama32, extra_properties="spec")
         assert [e.keyword for e in g.report.checked_after()] == ["not"], schema
-        assert _accepts(g, llama32, bad)
+        assert accepts_text(g, llama32, bad)
         with pytest.raises(corral.OutputValidationError):
             g.validate(bad)
     # An unknown format under not stays with validate too.
@@ -311,7 +306,7 @@ def test_unexpressible_complements_stay_in_the_report(llama32: corral.Tokenizer)
     # two-branch oneOf: checked after decoding, and validate() rejects what the grammar let through.
     g = corral.compile_json_schema({"type": "number", "not": {"multipleOf": 0.5}}, llama32)
     assert [e.keyword for e in g.report.checked_after()] == ["not"]
-    assert _accepts(g, llama32, "1.5")
+    assert accepts_text(g, llama32, "1.5")
     with pytest.raises(corral.OutputValidationError):
         g.validate("1.5")
     overlap = {"oneOf": [{"type": "number", "multipleOf": 0.5}, {"type": "integer", "multipleOf": 3}]}
@@ -385,7 +380,7 @@ def test_adversarial_schemas_compile_bounded(
         with pytest.raises(corral.OutputValidationError):
             g.validate(json.dumps(bad))
     else:
-        assert not _accepts(g, llama32, json.dumps(bad)), name
+        assert not accepts_text(g, llama32, json.dumps(bad)), name
 
 
 def test_complements_follow_the_draft(llama32: corral.Tokenizer) -> None:
@@ -410,7 +405,7 @@ def test_complements_follow_the_draft(llama32: corral.Tokenizer) -> None:
     ref = {"$defs": {"s": {"type": "string"}}, "not": {"$ref": "#/$defs/s"}}
     g = corral.compile_json_schema(ref, llama32)
     assert not g.report.post_checks
-    assert _accepts(g, llama32, "3") and not _accepts(g, llama32, '"x"')
+    assert accepts_text(g, llama32, "3") and not accepts_text(g, llama32, '"x"')
 
 
 def test_malformed_or_unsupported_under_not(llama32: corral.Tokenizer) -> None:

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "artifact.hpp"
@@ -49,6 +50,33 @@ str ::= /"([ab]|\\u00[0-9a-f][0-9a-f])*"/)G";
 bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& s) {
   Matcher m(g);
   return m.accept_bytes(s) && m.is_accepting();
+}
+
+
+// 40 seeded random walks of `steps` tokens (preferring those `keep` accepts): at every step the
+// mask equals the parser token by token, is never empty, and the shortest completion is a
+// sentence of the grammar (no dead end, no repeated value).
+template <class Keep>
+void walks_without_dead_ends(const std::shared_ptr<const CompiledGrammar>& g, int steps, Keep keep) {
+  const Vocabulary& v = g->vocab();
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    Matcher m(g);
+    for (int step = 0; step < steps && !m.is_terminated(); ++step) {
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::accepted_one_by_one(m));
+      EXPECT(!al.empty());
+      Matcher done = m;
+      const std::string rest = done.shortest_completion();
+      EXPECT(done.accept_bytes(rest) && done.is_accepting());
+      if (al.empty()) break;
+      std::vector<std::int32_t> pick;
+      for (std::int32_t t : al)
+        if (keep(v.bytes(t))) pick.push_back(t);
+      if (pick.empty()) pick = al;
+      EXPECT(m.accept_token(pick[rng() % pick.size()]));
+    }
+  }
 }
 
 }  // namespace
@@ -211,25 +239,7 @@ str ::= "\"" /[ab]|ab/j "\"")G";
   EXPECT(Matcher(g).accept_bytes("[\"ab\",\"a\",\"\\u006"));  // \u0061 or \u0062: "b" is left
   EXPECT(Matcher(g).accept_bytes("[\"ab\",\"a\",\"\\u0062"));
   EXPECT(Matcher(g).accept_bytes("[\"ab\",\"\\u006"));
-  const Vocabulary& v = g->vocab();
-  for (unsigned seed = 1; seed <= 40; ++seed) {
-    std::mt19937 rng(seed);
-    Matcher m(g);
-    for (int step = 0; step < 30 && !m.is_terminated(); ++step) {
-      const std::vector<std::int32_t> al = corral_test::allowed(m);
-      EXPECT(al == corral_test::accepted_one_by_one(m));
-      EXPECT(!al.empty());
-      Matcher done = m;
-      const std::string rest = done.shortest_completion();
-      EXPECT(done.accept_bytes(rest) && done.is_accepting());
-      if (al.empty()) break;
-      std::vector<std::int32_t> pick;
-      for (std::int32_t t : al)
-        if (v.bytes(t).size() <= 2) pick.push_back(t);
-      if (pick.empty()) pick = al;
-      EXPECT(m.accept_token(pick[rng() % pick.size()]));
-    }
-  }
+  walks_without_dead_ends(g, 30, [](std::string_view b) { return b.size() <= 2; });
 }
 
 // Numeric items (item_values.hpp): canonical integers are counted as strings are; others are not.
@@ -294,25 +304,7 @@ n ::= /(?:-?1[0-9]?|[2-4])/)G";
   }
   // Every value written: the array can only close.
   EXPECT(!Matcher(g).accept_bytes("[-1,-10,-11,-12,-13,-14,-15,-16,-17,-18,-19,1,10,11,12,13,14,15,16,17,18,19,2,3,4,"));
-  const Vocabulary& v = g->vocab();
-  for (unsigned seed = 1; seed <= 40; ++seed) {
-    std::mt19937 rng(seed);
-    Matcher m(g);
-    for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
-      const std::vector<std::int32_t> al = corral_test::allowed(m);
-      EXPECT(al == corral_test::accepted_one_by_one(m));
-      EXPECT(!al.empty());
-      Matcher done = m;
-      const std::string rest = done.shortest_completion();
-      EXPECT(done.accept_bytes(rest) && done.is_accepting());
-      if (al.empty()) break;
-      std::vector<std::int32_t> pick;
-      for (std::int32_t t : al)
-        if (v.bytes(t) != "]" && v.bytes(t) != "1]") pick.push_back(t);
-      if (pick.empty()) pick = al;
-      EXPECT(m.accept_token(pick[rng() % pick.size()]));
-    }
-  }
+  walks_without_dead_ends(g, 60, [](std::string_view b) { return b != "]" && b != "1]"; });
 }
 
 // The correction (a scan of the vocabulary) is built once per grammar, by its first matcher,
@@ -346,23 +338,5 @@ n ::= /-?0(?:\.0+)?|(?:0|[1-4])\.[0-9]+|[1-4]|5(?:\.0+)?/)G";
     const std::string rest = m.shortest_completion();
     EXPECT(m.accept_bytes(rest) && m.is_accepting());
   }
-  const Vocabulary& v = g->vocab();
-  for (unsigned seed = 1; seed <= 40; ++seed) {
-    std::mt19937 rng(seed);
-    Matcher m(g);
-    for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
-      const std::vector<std::int32_t> al = corral_test::allowed(m);
-      EXPECT(al == corral_test::accepted_one_by_one(m));
-      EXPECT(!al.empty());
-      Matcher done = m;
-      const std::string rest = done.shortest_completion();
-      EXPECT(done.accept_bytes(rest) && done.is_accepting());
-      if (al.empty()) break;
-      std::vector<std::int32_t> pick;
-      for (std::int32_t t : al)
-        if (v.bytes(t) != "]" && v.bytes(t) != "1]") pick.push_back(t);
-      if (pick.empty()) pick = al;
-      EXPECT(m.accept_token(pick[rng() % pick.size()]));
-    }
-  }
+  walks_without_dead_ends(g, 60, [](std::string_view b) { return b != "]" && b != "1]"; });
 }

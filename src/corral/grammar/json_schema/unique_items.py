@@ -52,6 +52,7 @@ spellings are distinct values) and the matcher refuses the prefixes whose every 
 holds; unlike a string, an integer is a value in the middle of its text ("15" closes as 15 or
 goes on to 150), so a held "15" may still go on and a free one may close where it cannot go
 on. With a ``multipleOf`` the rule is several rules, and the keyword stays in the report.
+
 Counted numbers (``bounded_item`` as well): a ``number`` with or without bounds (no
 ``multipleOf``) is written in plain decimal spellings inside a unique array (``_PLAIN_NUMBERS``:
 every value keeps one; exponents elsewhere in the schema are untouched) and compared as exact
@@ -335,8 +336,8 @@ class UniqueItemsMixin(ConverterCore):
     def distinct_item(self, items: Any, where: str) -> tuple[str, str, int | None] | None:
         """The item rule of a distinct group, what its items are and how many values they have
         (None: infinitely many), for item schemas from whose every open prefix infinitely many
-        values remain, or strings and bounded integers whose values the engine counts (see the
-        module docstring); None for any other item schema."""
+        values remain, or strings, bounded integers and numbers whose values the engine counts
+        (see the module docstring); None for any other item schema."""
         # (the item rule is built from the $ref's target: one terminal, which the engine can
         # probe and the matcher read as the item, rather than a rule naming another)
         s = self.deref(items, where)
