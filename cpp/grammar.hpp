@@ -139,8 +139,15 @@ struct KeyedGroup {
   std::vector<std::vector<std::uint32_t>> deps;
   std::vector<std::uint32_t> dep_keys;  // derived by finalize: the keys whose deps are not empty
   // Count bounds (unique.hpp, keyed.hpp): at least min_count and at most max_count members (0:
-  // no upper bound), undeclared-key members included. A group with a maximum has no deps.
+  // no upper bound), undeclared-key members included.
   std::uint32_t min_count = 1, max_count = 0;
+  // Derived by finalize for a group with dependencies and a maximum (keyed.hpp): per key, the
+  // keys its presence brings (itself and its dependencies, transitively) as 64-bit words; and,
+  // when no undeclared member can pad the count up to min_count, `fits`: one bit per subset of
+  // the keys (at most kMaxFitKeys of them), set when some dependency-closed superset of it that
+  // holds the required keys has between min_count and max_count members.
+  std::vector<std::vector<std::uint64_t>> closure;
+  std::vector<std::uint64_t> fits;
   // Derived by finalize: the production `nt ::= nt sep extra` (-1: no undeclared-key member).
   std::int32_t extra_rec_prod = -1;
   // Derived by finalize (unique.hpp): keys in order of the cost of one more such member.

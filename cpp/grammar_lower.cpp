@@ -340,13 +340,20 @@ class Lowerer {
     if (min_only) {
       // The required members in order (closed under deps by the text parser), then the first
       // other members, then undeclared ones, until min_count: a shortest-string table never
-      // reads a list the group would refuse. (Groups with count bounds have no deps.)
+      // reads a list the group would refuse. Beside a maximum, members with dependencies are
+      // chosen so that the list still fits (keyed.cpp).
       std::vector<std::uint32_t> firsts = k.required;
-      if (firsts.empty() && !k.deps.empty()) firsts = smallest_closure(k);
-      for (std::uint32_t j = 0; j < grp.n_keys && firsts.size() < k.min_count; ++j)
-        if (std::find(firsts.begin(), firsts.end(), j) == firsts.end())
-          for (std::uint32_t c : closure_of(k, j))  // with its dependencies (no maximum beside deps)
-            if (std::find(firsts.begin(), firsts.end(), c) == firsts.end()) firsts.push_back(c);
+      if (!k.deps.empty() && grp.max_count != 0) {
+        derive_fit_tables(grp, k.extra != nullptr, std::vector<char>(grp.n_keys, 1),
+                          "keyed group '" + g_.names[static_cast<std::size_t>(nt)] + "'");
+        firsts = fitting_member_list(grp, k.extra != nullptr);
+      } else {
+        if (firsts.empty() && !k.deps.empty()) firsts = smallest_closure(k);
+        for (std::uint32_t j = 0; j < grp.n_keys && firsts.size() < k.min_count; ++j)
+          if (std::find(firsts.begin(), firsts.end(), j) == firsts.end())
+            for (std::uint32_t c : closure_of(k, j))  // with its dependencies (no maximum here)
+              if (std::find(firsts.begin(), firsts.end(), c) == firsts.end()) firsts.push_back(c);
+      }
       Seq all;
       for (std::size_t i = 0; i < firsts.size(); ++i) {
         if (i > 0) all.insert(all.end(), sep_seq.begin(), sep_seq.end());

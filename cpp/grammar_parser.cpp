@@ -195,8 +195,6 @@ class GrammarParser {
       any_dep = any_dep || !list.empty();
     }
     if (any_dep) {
-      if (k->max_count != 0)
-        fail_at(start, "a %keyed group with a maximum count cannot also have dependencies (`^{...}`)");
       for (auto& d : deps) k->deps.push_back(std::move(d.first));
       close_required(*k);
     }

@@ -17,7 +17,143 @@ std::uint64_t hash_words(const std::vector<std::uint64_t>& w) {
   }
   return h == 0 ? 1 : h;  // 0 is reserved for the empty set
 }
+
+// Sets of declared keys of a group with dependencies and a maximum (derive_fit_tables), as
+// 64-bit words of n_keys bits.
+using Words = std::vector<std::uint64_t>;
+
+bool bit(const Words& w, std::uint32_t b) { return (b >> 6) < w.size() && ((w[b >> 6] >> (b & 63)) & 1) != 0; }
+
+void or_into(Words& a, const Words& b) {
+  if (a.size() < b.size()) a.resize(b.size(), 0);
+  for (std::size_t i = 0; i < b.size(); ++i) a[i] |= b[i];
+}
+
+std::uint32_t popcount(const Words& w) {
+  std::uint32_t n = 0;
+  for (std::uint64_t x : w) n += static_cast<std::uint32_t>(__builtin_popcountll(x));
+  return n;
+}
+
+std::uint32_t extras_of(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set) {
+  return counts_extras(kg) ? ks.counter(set, kg.n_keys) : 0;
+}
+
+// The declared keys of `set`, `key` (when declared) and the required ones, closed under deps.
+Words closed_keys(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set, std::int32_t key) {
+  Words out((kg.n_keys + 63) / 64, 0);
+  const Words& w = ks.words[set];
+  for (std::size_t i = 0; i < w.size() && i * 64 < kg.n_keys; ++i)
+    for (std::uint64_t x = w[i]; x != 0; x &= x - 1) {
+      const auto j = static_cast<std::uint32_t>(i * 64 + static_cast<std::size_t>(__builtin_ctzll(x)));
+      if (j < kg.n_keys) or_into(out, kg.closure[j]);
+    }
+  if (key >= 0) or_into(out, kg.closure[static_cast<std::size_t>(key)]);
+  for (std::uint32_t r : kg.required) or_into(out, kg.closure[r]);
+  return out;
+}
+
+// Can a group whose closed declared keys are `c`, with `extras` undeclared members, still close
+// (keyed.hpp: undeclared members pad up to min; without them, the `fits` table says)?
+bool completes(const KeyedGroup& kg, const Words& c, std::uint32_t extras) {
+  if (!kg.fits.empty()) {
+    const std::uint64_t m = c.empty() ? 0 : c[0];
+    return ((kg.fits[m >> 6] >> (m & 63)) & 1) != 0;
+  }
+  return popcount(c) + extras <= kg.max_count;
+}
+
+// Grow the closed set `c` towards min_count: the first member of `order` not in it whose
+// closure still lets the group close, again and again; the keys it adds are appended to
+// `added`. Returns the undeclared members still needed to reach min_count.
+std::uint32_t grow_to_min(const KeyedGroup& kg, Words& c, std::uint32_t extras, const std::vector<std::uint32_t>& order,
+                          std::vector<std::uint32_t>& added) {
+  while (popcount(c) + extras < kg.min_count) {
+    bool grew = false;
+    for (std::uint32_t j : order) {
+      if (bit(c, j)) continue;
+      Words next = c;
+      or_into(next, kg.closure[j]);
+      if (!completes(kg, next, extras)) continue;
+      for (std::uint32_t b = 0; b < kg.n_keys; ++b)
+        if (bit(next, b) && !bit(c, b)) added.push_back(b);
+      c = std::move(next);
+      grew = true;
+      break;
+    }
+    if (!grew) break;
+  }
+  const std::uint32_t have = popcount(c) + extras;
+  return have < kg.min_count ? kg.min_count - have : 0;
+}
 }  // namespace
+
+void derive_fit_tables(KeyedGroup& kg, bool has_extra, const std::vector<char>& writable, const std::string& name) {
+  const std::uint32_t n = kg.n_keys;
+  kg.closure.assign(n, Words((n + 63) / 64, 0));
+  kg.fits.clear();
+  for (std::uint32_t j = 0; j < n; ++j) {
+    Words& c = kg.closure[j];
+    std::vector<std::uint32_t> todo{j};
+    c[j >> 6] |= 1ull << (j & 63);
+    while (!todo.empty()) {
+      const std::uint32_t k = todo.back();
+      todo.pop_back();
+      for (std::uint32_t d : kg.deps[k])
+        if (!bit(c, d)) {
+          c[d >> 6] |= 1ull << (d & 63);
+          todo.push_back(d);
+        }
+    }
+  }
+  Words req((n + 63) / 64, 0);
+  for (std::uint32_t r : kg.required) or_into(req, kg.closure[r]);
+  const std::uint32_t n_req = popcount(req);
+  if (n_req > kg.max_count)
+    throw CompileError(name + " requires " + std::to_string(n_req) + " members but allows at most " +
+                       std::to_string(kg.max_count));
+  if (has_extra || kg.min_count <= n_req) return;  // every closed set holding `req` reaches min
+  if (n > kMaxFitKeys)
+    throw CompileError(name + " has dependencies, a maximum count and a minimum above its required members: "
+                       "that needs a table over the subsets of at most " + std::to_string(kMaxFitKeys) +
+                       " keys, and it has " + std::to_string(n));
+  // ok[m]: m is closed, holds the required keys, only writable ones, and has a count in range;
+  // then fits[m] = some superset of m is ok (an OR over supersets, one key at a time).
+  const std::uint64_t all = 1ull << n, reqm = req.empty() ? 0 : req[0];
+  std::uint64_t writable_m = 0;
+  for (std::uint32_t j = 0; j < n; ++j)
+    if (writable[j]) writable_m |= 1ull << j;
+  std::vector<char> f(all, 0);
+  for (std::uint64_t m = 0; m < all; ++m) {
+    std::uint64_t cl = 0;
+    for (std::uint64_t x = m; x != 0; x &= x - 1) cl |= kg.closure[static_cast<std::size_t>(__builtin_ctzll(x))][0];
+    const auto size = static_cast<std::uint32_t>(__builtin_popcountll(m));
+    f[m] = cl == m && (m & reqm) == reqm && (m & ~writable_m) == 0 && size >= kg.min_count && size <= kg.max_count;
+  }
+  for (std::uint32_t b = 0; b < n; ++b)
+    for (std::uint64_t m = 0; m < all; ++m)
+      if (!(m >> b & 1) && f[m | (1ull << b)]) f[m] = 1;
+  if (!f[0])
+    throw CompileError(name + ": no set of members meets its dependencies with between " + std::to_string(kg.min_count) +
+                       " and " + std::to_string(kg.max_count) + " members");
+  kg.fits.assign((all + 63) / 64, 0);
+  for (std::uint64_t m = 0; m < all; ++m)
+    if (f[m]) kg.fits[m >> 6] |= 1ull << (m & 63);
+}
+
+std::vector<std::uint32_t> fitting_member_list(const KeyedGroup& kg, bool has_extra) {
+  Words c((kg.n_keys + 63) / 64, 0);
+  for (std::uint32_t r : kg.required) or_into(c, kg.closure[r]);
+  std::vector<std::uint32_t> order(kg.n_keys), added;
+  for (std::uint32_t j = 0; j < kg.n_keys; ++j) order[j] = j;
+  // A group is never empty: with no required key, one member (or an undeclared one) at least.
+  if (kg.min_count <= 1 && popcount(c) == 0 && has_extra) return {};
+  grow_to_min(kg, c, 0, order, added);
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t b = 0; b < kg.n_keys; ++b)
+    if (bit(c, b)) out.push_back(b);
+  return out;
+}
 
 void KeySets::clear() {
   words.assign(1, {});
@@ -106,6 +242,8 @@ std::uint32_t with_extra(const KeyedGroup& kg, KeySets& ks, std::uint32_t set) {
 bool admits(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set, std::int32_t key) {
   if (key >= 0 && set != 0 && ks.has(set, static_cast<std::uint32_t>(key))) return false;
   if (kg.max_count == 0) return true;
+  if (!kg.closure.empty())  // dependencies beside the maximum
+    return completes(kg, closed_keys(kg, ks, set, key), extras_of(kg, ks, set) + (key == kExtraKey ? 1 : 0));
   // Members once this one completes, plus the required ones it would still need.
   std::uint32_t n = member_count(kg, ks, set) + 1;
   for (std::uint32_t r : kg.required)
@@ -124,6 +262,18 @@ void missing_members(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set,
                      std::vector<std::int32_t>& out) {
   out.clear();
   auto present = [&](std::uint32_t j) { return static_cast<std::int32_t>(j) == key || ks.has(set, j); };
+  if (!kg.closure.empty()) {  // dependencies beside a maximum: only additions that still fit
+    Words c = closed_keys(kg, ks, set, key);
+    for (std::uint32_t j = 0; j < kg.n_keys; ++j)
+      if (bit(c, j) && !present(j)) out.push_back(kg.rec_prod[j]);
+    if (kg.min_count <= 1) return;
+    std::vector<std::uint32_t> added;
+    const std::uint32_t extras = extras_of(kg, ks, set) + (key == kExtraKey ? 1 : 0);
+    const std::uint32_t more = grow_to_min(kg, c, extras, kg.cheap_order, added);
+    for (std::uint32_t j : added) out.push_back(kg.rec_prod[j]);
+    for (std::uint32_t i = 0; i < more && kg.extra_rec_prod >= 0; ++i) out.push_back(kg.extra_rec_prod);
+    return;
+  }
   std::vector<std::uint32_t> added;  // declared keys appended, to close under deps
   auto add = [&](std::uint32_t j) {
     if (present(j) || std::find(added.begin(), added.end(), j) != added.end()) return;
@@ -147,8 +297,8 @@ void missing_members(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set,
   const std::uint32_t base =
       member_count(kg, ks, set) + (key == kExtraKey || (key >= 0 && !ks.has(set, static_cast<std::uint32_t>(key))) ? 1 : 0);
   auto have = [&] { return base + static_cast<std::uint32_t>(added.size()); };
-  // The cheapest other members up to min, each with its dependencies (a group with deps has no
-  // maximum, so overshooting min is fine).
+  // The cheapest other members up to min, each with its dependencies (a group with deps and a
+  // maximum took the branch above, so overshooting min is fine here).
   for (std::uint32_t j : kg.cheap_order) {
     if (have() >= kg.min_count) return;
     if (present(j) || std::find(added.begin(), added.end(), j) != added.end()) continue;
@@ -182,7 +332,7 @@ void finalize_keyed(Grammar& g) {
     grp.dep_keys.clear();
     if (!grp.deps.empty()) {
       const std::string name = "keyed group " + std::to_string(k);
-      if (grp.deps.size() != grp.n_keys || grp.distinct() || grp.max_count != 0)
+      if (grp.deps.size() != grp.n_keys || grp.distinct())
         throw CompileError(name + " has dependencies that do not fit it");
       for (std::uint32_t j = 0; j < grp.n_keys; ++j) {
         const auto& d = grp.deps[j];
@@ -216,6 +366,16 @@ void finalize_keyed(Grammar& g) {
     const bool rec = pr.rhs.size() >= 2 && !pr.rhs[0].is_terminal() && pr.rhs[0].index() == pr.lhs;
     if (rec && pr.key >= 0) kg.rec_prod[static_cast<std::size_t>(pr.key)] = static_cast<std::int32_t>(p);
     if (rec && pr.key == kExtraKey) kg.extra_rec_prod = static_cast<std::int32_t>(p);
+  }
+  for (std::size_t k = 0; k < g.keyed.size(); ++k) {
+    KeyedGroup& kg = g.keyed[k];
+    kg.closure.clear();
+    kg.fits.clear();
+    if (kg.deps.empty() || kg.max_count == 0) continue;
+    std::vector<char> writable(kg.n_keys, 0);
+    for (std::uint32_t j = 0; j < kg.n_keys; ++j) writable[j] = kg.rec_prod[j] >= 0 ? 1 : 0;
+    derive_fit_tables(kg, kg.extra_rec_prod >= 0, writable,
+                      "keyed group '" + g.names[static_cast<std::size_t>(kg.nt)] + "'");
   }
   for (std::size_t v = 0; v < n; ++v)
     if (g.value_group_of[v] >= 0 && g.group_of[v] >= 0)

@@ -10,9 +10,15 @@
 // Members must be non-empty and start with distinct keys (the JSON Schema converter guarantees
 // it: each member is `"name" : value`, the extra key class excludes the declared names), so the
 // set of keys a member list contains is a function of its text. The text parser closes
-// `required` under the dependencies (a required key's dependencies are required); a group has
-// dependencies or a maximum count, not both (exact masks for both together would need to know
-// which dependency-closed supersets of a set fit under max).
+// `required` under the dependencies (a required key's dependencies are required). A group with
+// dependencies and a maximum count knows, per key, the keys its presence brings (`closure`):
+// the dependency-closed sets are the unions of those. With an undeclared-key member, which can
+// pad any set up to min_count, a set of keys fits when its closure (with the required keys)
+// and the undeclared members seen have at most max_count members; without one, whether some
+// dependency-closed superset has between min_count and max_count members is a subset-union
+// question, answered once per group by a table over the subsets of its keys (`fits`, at most
+// kMaxFitKeys keys: 8 KiB; a group past that is refused, and the JSON Schema converter keeps
+// schema order there).
 //
 // Lowering (grammar_lower.cpp) writes, per member j (and the extra member, key kExtraKey):
 //     K ::= m_j            (key j)        K ::= K sep m_j      (key j)
@@ -27,7 +33,7 @@
 // extends; completing it yields aux ∪ {key}; an item of a production with key j is never added
 // when its aux holds j (no duplicate key can be started, so no mask allows one), nor, under a
 // maximum, when the members it would make plus the required ones still missing exceed max
-// (`admits`); a production outside K advances past a completed K only when that K's keys
+// (`admits`, dependencies included: see above); a production outside K advances past a completed K only when that K's keys
 // include every required one and every dependency of each key among them, and count at least
 // min members (`may_close`). Other nonterminals pass aux through unchanged. A counted group
 // with an undeclared-key member keeps the number of undeclared members as a 32-bit counter in
@@ -43,16 +49,19 @@
 //
 // Exactness of masks: every live item can still complete — a member j ∉ aux can always be
 // finished, and the required keys and dependencies not yet seen can always be appended (they
-// are declared members, absent, and a group with dependencies has no maximum, so the members
-// that reach min may bring theirs along); under a maximum,
-// `admits` keeps room for the missing required members, and min <= max members can always be
-// reached one member at a time (there are at least min members to write, or undeclared ones) —
+// are declared members, absent, and without a maximum the members that reach min may bring
+// theirs along); under a maximum, `admits` keeps room for the missing required members and the
+// dependencies of the present ones, and min <= max members can always be reached one member at
+// a time (there are at least min members to write, or undeclared ones; with dependencies and no
+// undeclared member, `fits` says a closed superset in range exists, and each of its keys
+// missing is a step that keeps one) —
 // so "the parser set is non-empty" stays equivalent to "the text is a prefix of a sentence",
 // which is what the mask computation relies on. Shortest completions append exactly those
 // members (`missing_members`).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -101,8 +110,25 @@ std::uint32_t with_extra(const KeyedGroup& kg, KeySets& ks, std::uint32_t set);
 
 /// May an item that adds `key` (a declared index or kExtraKey) to a group whose set is `set`
 /// exist? No when the key is already in the set, or when the members after it plus the required
-/// ones still missing would exceed max_count (then no completion exists: keyed.hpp).
+/// ones and dependencies still missing would exceed max_count, or (without undeclared members)
+/// no dependency-closed superset reaches min_count within it: then no completion exists.
 bool admits(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set, std::int32_t key);
+
+/// Most declared keys of a group with dependencies, a maximum count, a binding minimum and no
+/// undeclared-key member (its `fits` table has one bit per subset of the keys).
+inline constexpr std::uint32_t kMaxFitKeys = 16;
+
+/// Derive `closure` and `fits` of a group with dependencies and a maximum count (keyed.hpp);
+/// `writable[j]`: member j can be written (a closed set holding another is never completed).
+/// Throws CompileError when no member list fits the group at all, or when `fits` is needed
+/// for more than kMaxFitKeys keys.
+void derive_fit_tables(KeyedGroup& kg, bool has_extra, const std::vector<char>& writable, const std::string& name);
+
+/// Declared keys (ascending) of a member list a group with dependencies and a maximum count
+/// may close with, from the empty set: the required keys, then (in key order) members with
+/// their dependencies up to min_count while some completion still fits, the rest of min being
+/// undeclared members (derive_fit_tables must have run). Used for the min-only production.
+std::vector<std::uint32_t> fitting_member_list(const KeyedGroup& kg, bool has_extra);
 
 /// May the group close with set `set`: every required key, every dependency of a present key,
 /// and at least min_count members?

@@ -93,6 +93,19 @@ COUNTED_CLOSED = {
 }
 MAX_ONLY = {"type": "object", "properties": {"a": {}, "b": {}}, "maxProperties": 2}
 DEPENDENT_MIN = {**DEPENDENT, "minProperties": 2, "additionalProperties": False}
+# Dependencies beside a binding maxProperties (keyed.hpp `closure`): with undeclared members
+# (card brings addr and zip: three, so card and one more member is too many) ...
+DEPENDENT_MAX = {**DEPENDENT, "maxProperties": 3}
+# ... and without them, with a binding minimum too (the `fits` table): a and b need each other,
+# c needs d, so exactly three properties are only {a, b, d}.
+DEPENDENT_FITS = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}},
+    "dependentRequired": {"a": ["b"], "b": ["a"], "c": ["d"]},
+    "minProperties": 3,
+    "maxProperties": 3,
+    "additionalProperties": False,
+}
 COUNTED_SCHEMAS = [
     DEPENDENT,
     DRAFT7_DEPENDENCIES,
@@ -101,6 +114,8 @@ COUNTED_SCHEMAS = [
     COUNTED_CLOSED,
     MAX_ONLY,
     DEPENDENT_MIN,
+    DEPENDENT_MAX,
+    DEPENDENT_FITS,
 ]
 
 
@@ -151,6 +166,8 @@ PAIRS: dict[int, list[tuple[str, str]]] = {
     id(COUNTED_CLOSED): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "null"), ("e", "5")],
     id(MAX_ONLY): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")],
     id(DEPENDENT_MIN): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0")],
+    id(DEPENDENT_MAX): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0"), ("$schema", '"s"')],
+    id(DEPENDENT_FITS): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "null"), ("e", "5")],
 }
 
 
@@ -229,7 +246,8 @@ def test_pretty_layout_any_order() -> None:
 
 def test_counts_the_matcher_cannot_make_exact_keep_schema_order_and_say_so() -> None:
     """minProperties that two undeclared members may be needed for (a repeated undeclared key
-    would count twice), and dependencies beside a binding count, keep schema order."""
+    would count twice), and dependencies beside binding counts over more than 16 properties
+    with no undeclared ones (past the engine's table), keep schema order."""
     tok = byte_tokenizer()
     schema = {**TYPED_EXTRA, "minProperties": 3}
     g = corral.compile_json_schema(schema, tok, property_order="any")
@@ -237,10 +255,40 @@ def test_counts_the_matcher_cannot_make_exact_keep_schema_order_and_say_so() -> 
     assert _accepts(g, '{"id": 1, "kind": "u", "q": 2}')
     assert not _accepts(g, '{"id": 1, "q": 2, "q": 3}')
     assert not _accepts(g, '{"id": 1, "kind": "u"}')
-    both = {**DEPENDENT, "maxProperties": 2}
-    g = corral.compile_json_schema(both, tok, extra_properties="spec", property_order="any")
-    assert any("dependencies together with" in e.detail for e in g.report.entries)
-    assert _accepts(g, '{"addr": "a", "zip": "z"}')
+    wide = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "integer"} for i in range(17)},
+        "dependentRequired": {"p0": ["p1"]},
+        "minProperties": 2,
+        "maxProperties": 3,
+        "additionalProperties": False,
+    }
+    g = corral.compile_json_schema(wide, tok, property_order="any")
+    assert any("more than 16 properties" in e.detail for e in g.report.entries)
+    assert _accepts(g, '{"p0": 1, "p1": 2}') and not _accepts(g, '{"p0": 1, "p2": 2}')
+    narrow = {**wide, "properties": {f"p{i}": {"type": "integer"} for i in range(16)}}
+    g = corral.compile_json_schema(narrow, tok, property_order="any")
+    assert "%keyed" in g.grammar_source
+    assert _accepts(g, '{"p5": 1, "p1": 2, "p0": 3}') and not _accepts(g, '{"p0": 1, "p2": 2}')
+
+
+def test_dependencies_nothing_fits_is_no_value() -> None:
+    """An object whose dependencies cannot be met within the counts has no value: the object
+    branch is dropped (here the other anyOf branch is all that is left), as in schema order."""
+    tok = byte_tokenizer()
+    cyclic = {
+        "type": "object",
+        "properties": {"a": {}, "b": {}, "c": {}},
+        "dependentRequired": {"a": ["b"], "b": ["c"], "c": ["a"]},
+        "minProperties": 2,
+        "maxProperties": 2,
+        "additionalProperties": False,
+    }
+    for order in ("any", "schema"):
+        g = corral.compile_json_schema({"anyOf": [cyclic, {"type": "integer"}]}, tok, property_order=order)
+        assert _accepts(g, "5") and not _accepts(g, '{"a": 1, "b": 2}'), order
+        with pytest.raises(corral.SchemaError):
+            corral.compile_json_schema(cyclic, tok, property_order=order)
 
 
 def test_property_order_option_is_validated() -> None:
@@ -314,6 +362,19 @@ def test_dependency_and_count_near_misses_refused_in_the_mask(request: pytest.Fi
         # Two undeclared members and the required id missing: only "id" may come next.
         after = allowed_after(g, '{"w": 1, "v": 2, "')
         assert index[b"i"] in after and index[b"x"] not in after and index[b"w"] not in after
+        # Dependencies beside maxProperties 3: card brings addr and zip, so after one undeclared
+        # member the key "card" cannot close (a longer undeclared key can), and "zip" still can.
+        g = corral.compile_json_schema(DEPENDENT_MAX, tok, extra_properties="spec")
+        after = allowed_after(g, '{"w": 0, "card')
+        assert index[b'"'] not in after and index[b"s"] in after
+        assert index[b'"'] in allowed_after(g, '{"w": 0, "zip')
+        assert comma not in allowed_after(g, '{"w": 0, "zip": "z", "addr": "a"')
+        # Without undeclared members: exactly {a, b, d}, so c never starts, and a needs b.
+        g = corral.compile_json_schema(DEPENDENT_FITS, tok, extra_properties="spec")
+        after = allowed_after(g, '{"')
+        assert index[b"c"] not in after and {index[b"a"], index[b"b"], index[b"d"]} <= after
+        after = allowed_after(g, '{"d": null, "a": 1')
+        assert close not in after and comma in after
 
 
 def _assert_every_token_allowed(g: Any, tok: corral.Tokenizer, mask: Any, texts: list[str]) -> None:
@@ -331,16 +392,16 @@ def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.Fi
     """Every token of canonically tokenized valid instances (keys in every order) is allowed."""
     for tok in _real_tokenizers(request):
         mask = corral.allocate_bitmask(1, tok)
-        for schema in (DEPENDENT, COUNTED, DRAFT7_DEPENDENCIES):
+        for schema in (DEPENDENT, COUNTED, DRAFT7_DEPENDENCIES, DEPENDENT_MAX, DEPENDENT_FITS):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec")
-            texts = [t for t in _instances(schema, limit=300) if _valid(schema, t)][:10]
+            texts = [t for t in _instances(schema, limit=2000) if _valid(schema, t)][:10]
             assert len(texts) >= 5
             _assert_every_token_allowed(g, tok, mask, texts)
 
 
 def test_random_walks_produce_only_valid_instances(request: pytest.FixtureRequest) -> None:
     for tok in _real_tokenizers(request):
-        for schema in (PERSON, PATTERNED, DEPENDENT, COUNTED):
+        for schema in (PERSON, PATTERNED, DEPENDENT, COUNTED, DEPENDENT_MAX, DEPENDENT_FITS):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec", escapes="canonical")
             rng = random.Random(11)
             for _ in range(5):
@@ -437,7 +498,7 @@ def test_keyed_grammar_text_and_artifact_round_trip() -> None:
         'root ::= %other(","; "a")',
         'root ::= %keyed(","; "a" | "")',
         'root ::= %keyed(","; ^{1} "a")',
-        'root ::= %keyed{1,2}(","; "a", ^{0} "b", "c")',
+        'root ::= %keyed{2,2}(","; ^{1} "a", ^{2} "b", ^{0} "c")',  # nothing fits
         'root ::= %keyed{3,}(","; "a", "b")',
     ],
 )

@@ -121,6 +121,26 @@ bool counted_no_extra_ok(const std::vector<std::string>& keys) {
   return keys.size() <= 2;
 }
 
+// Dependencies beside a maximum (keyed.hpp: `closure`), with undeclared members that pad up to
+// min: d needs all four declared keys, so under a maximum of 3 it can never start.
+const char* kDepsMax = R"G(root ::= "{" body "}" | "{}"
+body ::= %keyed{1,3}(","; "a:" [0-9], ^{0,2} "b:" [0-9], "c:" [0-9], ^{1} "d:" [0-9]; "x" [a-z] ":" [0-9]))G";
+bool deps_max_ok(const std::vector<std::string>& keys) { return deps_ok(keys) && keys.size() <= 3; }
+
+const char* kDepsExact = R"G(root ::= "{" body "}"
+body ::= %keyed{3,3}(","; "a:" [0-9], ^{0,2} "b:" [0-9], "c:" [0-9], ^{1} "d:" [0-9]; "x" [a-z] ":" [0-9]))G";
+bool deps_exact_ok(const std::vector<std::string>& keys) { return deps_ok(keys) && keys.size() == 3; }
+
+// No undeclared members (the `fits` table): a and b need each other, c needs d. Exactly three
+// members: only {a, b, d} — c's closure {c, d} has two and any closed superset four, so c may
+// never start, although a greedy "smallest closure first" would reach {c, d} and get stuck.
+const char* kDepsFits = R"G(root ::= "{" body "}"
+body ::= %keyed{3,3}(","; ^{1} "a:" [0-9], ^{0} "b:" [0-9], ^{3} "c:" [0-9], "d:" [0-9]))G";
+bool deps_fits_ok(const std::vector<std::string>& keys) {
+  auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  return keys.size() == 3 && has("a") && has("b") && has("d");
+}
+
 std::string object_text(const std::vector<std::string>& keys) {
   std::string s = "{";
   for (std::size_t i = 0; i < keys.size(); ++i) s += (i ? "," : "") + keys[i] + ":1";
@@ -204,8 +224,35 @@ TEST(keyed_count_bounds_language) {
   EXPECT(accepts(compile_grammar(kCountedMin, "root", keyed_vocab(), Limits{}), "{xa:1,xa:2,xa:3}"));
 }
 
+TEST(keyed_dependencies_beside_a_maximum_language) {
+  check_language(kDepsMax, deps_max_ok, true);
+  check_language(kDepsExact, deps_exact_ok, false);
+  check_language(kDepsFits, deps_fits_ok, false);
+  // No key is started that no completion could fit: d (four members under a maximum of 3),
+  // and c where only {a, b, d} fits; b after an undeclared member and c (b brings a: 4).
+  auto g = compile_grammar(kDepsMax, "root", keyed_vocab(), Limits{});
+  Matcher m(g);
+  EXPECT(m.accept_bytes("{"));
+  Matcher d = m;
+  EXPECT(!d.accept_bytes("d"));
+  EXPECT(m.accept_bytes("xa:1,c:2,"));
+  Matcher b = m, a = m;
+  EXPECT(!b.accept_bytes("b"));
+  EXPECT(a.accept_bytes("a:3}") && a.is_accepting());
+  auto fits = compile_grammar(kDepsFits, "root", keyed_vocab(), Limits{});
+  Matcher f(fits);
+  EXPECT(f.accept_bytes("{"));
+  Matcher c = f;
+  EXPECT(!c.accept_bytes("c"));
+  EXPECT(f.accept_bytes("d:1,"));
+  Matcher done = f;
+  EXPECT(done.accept_bytes(done.shortest_completion()) && done.is_accepting());
+}
+
 TEST(keyed_dependency_and_count_masks_match_parser) {
-  for (const char* grammar : {kDeps, kRequiredDeps, kDepsMin, kCounted, kCountedMin, kCountedNoExtra}) check_walks(grammar);
+  for (const char* grammar :
+       {kDeps, kRequiredDeps, kDepsMin, kCounted, kCountedMin, kCountedNoExtra, kDepsMax, kDepsExact, kDepsFits})
+    check_walks(grammar);
 }
 
 TEST(keyed_dependency_and_count_syntax_errors) {
@@ -215,7 +262,15 @@ TEST(keyed_dependency_and_count_syntax_errors) {
   EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^{2} \"b\")"), CompileError);      // no member 2
   EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^ \"b\")"), CompileError);         // no list
   EXPECT_THROWS(compile("%keyed(\",\"; \"a\", ^{0 \"b\")"), CompileError);       // unclosed list
-  EXPECT_THROWS(compile("%keyed{1,2}(\",\"; \"a\", ^{0} \"b\", \"c\")"), CompileError);  // deps and a max
+  compile("%keyed{1,2}(\",\"; \"a\", ^{0} \"b\", \"c\")");  // deps beside a maximum
+  // Every key needs all three, but at most two may be present: nothing fits.
+  EXPECT_THROWS(compile("%keyed{2,2}(\",\"; ^{1} \"a\", ^{2} \"b\", ^{0} \"c\")"), CompileError);
+  {  // 17 keys, dependencies, a maximum and a binding minimum without undeclared members: refused
+    std::string many = "%keyed{2,3}(\",\"; ^{1} \"k0\"";
+    for (int i = 1; i < 17; ++i) many += ", \"k" + std::to_string(i) + "\"";
+    EXPECT_THROWS(compile(many + ")"), CompileError);
+    compile(many + "; \"x\" [a-z])");  // undeclared members pad up to min: no table needed
+  }
   EXPECT_THROWS(compile("%keyed{3,}(\",\"; \"a\", \"b\")"), CompileError);       // unsatisfiable
   EXPECT_THROWS(compile("%keyed{3,2}(\",\"; \"a\", \"b\"; \"x\")"), CompileError);
   EXPECT_THROWS(compile("%keyed{1,1}(\",\"; !\"a\", !\"b\"; \"x\")"), CompileError);  // 2 required, max 1

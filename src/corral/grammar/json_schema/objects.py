@@ -13,7 +13,8 @@ group (``%keyed``, cpp/keyed.hpp): declared members in any order, each at most o
 ones, dependencies and the counts enforced by the matcher's seen-key set (and its count of
 undeclared members). It keeps schema order where that set cannot be exact (keyed_refusal): a
 ``minProperties`` that may need two undeclared members (their keys are not remembered, so a
-repeated one would count twice), dependencies beside a binding ``maxProperties``,
+repeated one would count twice), dependencies beside binding ``minProperties`` and
+``maxProperties`` on an object of more than 16 properties that allows no undeclared ones,
 ``maxProperties: 0``.
 
 Invariants: in schema order, members are generated in schema order, so two schemas differing
@@ -36,6 +37,40 @@ from corral.grammar.json_schema.core import ConverterCore
 from corral.grammar.json_schema.keywords import _ANNOTATIONS
 from corral.grammar.json_schema.patterns import _not_in_branches, _safe_search
 from corral.grammar.json_schema.util import _count, _NoValue, _ptr
+
+# Most declared properties of an any-order object with dependencies, a binding maxProperties
+# and a binding minProperties but no undeclared properties (cpp/keyed.hpp kMaxFitKeys).
+_MAX_FIT_KEYS = 16
+
+
+def _closed_set_fits(n: int, deps: dict[int, set[int]], required: set[int], lo: int, hi: int) -> bool:
+    """Is there a set of the n properties that holds the required ones and every dependency of
+    each of its own, with between lo and hi of them? (A search over the dependency-closed sets
+    reachable from the required ones, at most 2**n with n <= _MAX_FIT_KEYS.)"""
+    closure = []
+    for j in range(n):
+        c, todo = {j}, [j]
+        while todo:
+            for d in deps.get(todo.pop(), ()):
+                if d not in c:
+                    c.add(d)
+                    todo.append(d)
+        closure.append(sum(1 << k for k in c))
+    start = 0
+    for r in required:
+        start |= closure[r]
+    seen, todo = {start}, [start]
+    while todo:
+        t = todo.pop()
+        size = t.bit_count()
+        if lo <= size <= hi:
+            return True
+        for j in range(n):
+            grown = t | closure[j]
+            if grown != t and grown.bit_count() <= hi and grown not in seen:
+                seen.add(grown)
+                todo.append(grown)
+    return False
 
 
 class ObjectsMixin(ConverterCore):
@@ -209,8 +244,18 @@ class ObjectsMixin(ConverterCore):
         count_lo = lo if lo > n_required else 0
         count_hi = hi if hi is not None and (extra is not None or hi < len(members)) else None
         if self.opt.any_order and len(members) + (extra is not None) >= 2:
-            why = self.keyed_refusal(dep_index, count_lo, count_hi, n_required, extra is not None)
+            why = self.keyed_refusal(
+                dep_index, count_lo, count_hi, n_required, extra is not None, len(members)
+            )
             if why is None:
+                if dep_index and count_hi is not None and extra is None and count_lo > n_required:
+                    required_idx = {i for i, (_, _, r) in enumerate(members) if r}
+                    if not _closed_set_fits(len(members), dep_index, required_idx, count_lo, count_hi):
+                        raise _NoValue(
+                            f"no set of properties meets the dependencies with between {count_lo} and "
+                            f"{count_hi} properties",
+                            _ptr(pointer, "maxProperties"),
+                        )
                 return self.any_order_object(
                     schema, pointer, members, extra, dep_index, count_lo, count_hi, dep_keywords
                 )
@@ -280,7 +325,12 @@ class ObjectsMixin(ConverterCore):
 
     @staticmethod
     def keyed_refusal(
-        dep_index: dict[int, set[int]], lo: int, hi: int | None, n_required: int, has_extra: bool
+        dep_index: dict[int, set[int]],
+        lo: int,
+        hi: int | None,
+        n_required: int,
+        has_extra: bool,
+        n_members: int,
     ) -> str | None:
         """Why an object cannot be a keyed member group (then it keeps schema order), or None.
 
@@ -290,8 +340,10 @@ class ObjectsMixin(ConverterCore):
         there the schema-order machine, whose needed undeclared keys cannot repeat, is kept.
         One undeclared member beside the required ones is exact (it is a new key). For
         ``maxProperties`` counting as written is exact on objects whose keys are distinct,
-        which is what the mask allows of declared keys too. Dependencies together with a
-        binding ``maxProperties`` are not combined in the engine (keyed.hpp says why)."""
+        which is what the mask allows of declared keys too. Dependencies beside a binding
+        ``maxProperties`` are exact (keyed.hpp); without undeclared members to pad up to a
+        binding ``minProperties`` the engine answers "does a dependency-closed superset fit"
+        from a table over the subsets of the properties, so at most ``kMaxFitKeys`` (16)."""
         if hi == 0:
             return "maxProperties is 0"
         if has_extra and lo > n_required + 1:
@@ -299,8 +351,11 @@ class ObjectsMixin(ConverterCore):
                 "minProperties may need two or more undeclared properties, which the matcher "
                 "cannot tell from one repeated key"
             )
-        if dep_index and hi is not None:
-            return "dependencies together with maxProperties need the counting machine"
+        if dep_index and hi is not None and not has_extra and lo > n_required and n_members > _MAX_FIT_KEYS:
+            return (
+                f"dependencies beside minProperties and maxProperties over more than {_MAX_FIT_KEYS} "
+                "properties need the counting machine"
+            )
         return None
 
     def any_order_object(
