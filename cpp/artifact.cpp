@@ -1,9 +1,10 @@
 // artifact.cpp — the compiled-grammar byte format: writer and strict reader (see artifact.hpp).
 //
-// Format version 5 (2 added keyed groups: the member key and role of each production and the
+// Format version 6 (2 added keyed groups: the member key and role of each production and the
 // group table; 3 added each group's count bounds for %unique, unique.hpp; 4 added the item
 // nonterminal of %distinct groups, distinct.hpp; 5 added each keyed group's dependencies,
-// keyed.hpp; older artifacts are refused with
+// keyed.hpp; 6 added the key nonterminals of groups that remember undeclared keys, keyed.hpp;
+// older artifacts are refused with
 // unsupported_version). Integers in the header are fixed-width little-endian; in the body they are
 // unsigned LEB128 varints (at most 10 bytes, minimal: no trailing zero byte), strings are a
 // varint length followed by that many bytes.
@@ -33,7 +34,8 @@
 //                    minimum count (< 2^31; 1 for a keyed group without bounds), varint maximum
 //                    count (same bound; 0 = no bound), varint
 //                    count D (0, or the key count) then per key a varint count and that many
-//                    varints: the keys it needs (ascending, < key count).
+//                    varints: the keys it needs (ascending, < key count), varint count K
+//                    then K varints: the `%key(...)` nonterminals (< N).
 //                    Their consistency with the productions is checked by Grammar::finalize.
 //   terminals        varint count T; each: u8 kind (0 regex, 1 token, 2 slot), string text (the
 //                    printed /regex/, the token or the slot as written), then
@@ -280,6 +282,8 @@ std::string to_artifact(const CompiledGrammar& cg) {
       w.varint(d.size());
       for (std::uint32_t j : d) w.varint(j);
     }
+    w.varint(k.key_nts.size());
+    for (std::int32_t x : k.key_nts) w.varint(static_cast<std::uint32_t>(x));
   }
   w.varint(g.terminals.size());
   for (const Terminal& t : g.terminals) {
@@ -449,6 +453,11 @@ std::shared_ptr<const CompiledGrammar> load_artifact(std::string_view data, std:
       for (std::size_t i = 0; i < nd; ++i)
         d.push_back(static_cast<std::uint32_t>(r.below(k.n_keys, "keyed group dependency")));
     }
+    // Remembered undeclared keys (keyed.hpp); checked by Grammar::finalize too.
+    const std::size_t nkeys = r.count("keyed group key nonterminal count");
+    if (nkeys > names) throw corrupt("a keyed group names more key nonterminals than there are", r.pos());
+    for (std::size_t i = 0; i < nkeys; ++i)
+      k.key_nts.push_back(static_cast<std::int32_t>(r.below(names, "keyed group key nonterminal")));
   }
 
   at = r.pos();

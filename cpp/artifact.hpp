@@ -25,7 +25,7 @@
 namespace corral {
 
 /// The layout version of the bytes (bumped when the encoding changes).
-inline constexpr std::uint32_t kArtifactFormatVersion = 5;  // 2: keyed groups (keyed.hpp); 3: unique counts (unique.hpp); 4: distinct groups (distinct.hpp); 5: keyed dependencies
+inline constexpr std::uint32_t kArtifactFormatVersion = 6;  // 2: keyed groups (keyed.hpp); 3: unique counts (unique.hpp); 4: distinct groups (distinct.hpp); 5: keyed dependencies; 6: remembered undeclared keys
 /// The engine whose lowering, automata and matcher an artifact was made by. Bump it whenever
 /// a change makes the same grammar text lower or match differently: an artifact from another
 /// engine version is refused (reason engine_version) rather than trusted to agree.

@@ -108,7 +108,7 @@ ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, con
   return {ProbeResult::Kind::States, states};
 }
 
-int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {
+int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits, bool sinks_ok) {
   const LoweredProbe p = lower_probe(rhs, max_states, limits);
   if (!p.grammar) return p.kind == ProbeResult::Kind::TooBig ? -1 : 0;
   const Terminal* only = nullptr;
@@ -116,7 +116,7 @@ int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limit
     if (t.is_token || t.is_slot || only != nullptr) return 0;
     only = &t;
   }
-  return only != nullptr && every_prefix_open_ended(only->dfa) ? 1 : 0;
+  return only != nullptr && every_prefix_open_ended(only->dfa, sinks_ok) ? 1 : 0;
 }
 
 std::int64_t probe_item_values(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {

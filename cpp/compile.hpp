@@ -36,8 +36,9 @@ ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, con
 /// 1 when every prefix of a word in its language has infinitely many accepted continuations
 /// (distinct.hpp, every_prefix_open_ended), 0 when not (or it lowers to several terminals, or
 /// is empty), -1 past `max_states` or another limit. The JSON Schema converter asks before it
-/// makes a string item with a pattern or format a distinct group.
-int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits);
+/// makes a string item with a pattern or format a distinct group. With `sinks_ok`, accepting
+/// states that read nothing more are exempt: it then asks what a `%key(...)` needs (keyed.hpp).
+int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits, bool sinks_ok = false);
 
 /// For one regular expression that lowers to one terminal, a quoted JSON string
 /// (`"\"" /.../j "\""`): how many distinct values its language holds (item_values.hpp; capped

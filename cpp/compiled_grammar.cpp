@@ -514,7 +514,7 @@ FrontierEntry CompiledGrammar::compute_entry(const std::vector<std::uint64_t>& k
 const std::shared_ptr<const DistinctCorrection>& CompiledGrammar::distinct_correction() const {
   std::call_once(distinct_once_, [this] {
     const auto& groups = grammar().keyed;
-    if (std::any_of(groups.begin(), groups.end(), [](const KeyedGroup& k) { return k.distinct(); }))
+    if (std::any_of(groups.begin(), groups.end(), [](const KeyedGroup& k) { return k.distinct() || k.remembers_keys(); }))
       distinct_ = std::make_shared<const DistinctCorrection>(grammar(), dfas().data(), vocab());
   });
   return distinct_;

@@ -173,7 +173,7 @@ ValueHash value_hash(std::string_view text, std::string* decoded) {
   return hash_tagged('x', text);  // true/false/null, and any other item: by its exact text
 }
 
-bool every_prefix_open_ended(const Dfa& d) {
+bool every_prefix_open_ended(const Dfa& d, bool sinks_ok) {
   const std::uint32_t n = d.num_states();
   if (n == 0) return false;
   std::vector<std::vector<std::uint32_t>> succ(n), pred(n);
@@ -225,7 +225,8 @@ bool every_prefix_open_ended(const Dfa& d) {
   }
   const std::vector<char> to_cycle = flood(cyclic, pred, &live);
   for (std::uint32_t s = 0; s < n; ++s)
-    if (live[s] && !to_cycle[s]) return false;
+    if (live[s] && !to_cycle[s] && !(sinks_ok && succ[s].empty() && d.accepting(static_cast<std::int32_t>(s))))
+      return false;
   return true;
 }
 
@@ -414,16 +415,36 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
   auto has = [](const ByteSet& set, int b) { return (set[static_cast<std::size_t>(b >> 6)] >> (b & 63) & 1) != 0; };
   const std::vector<ByteSet> follow = neighbour_bytes(g, dfas, false);
   const std::vector<ByteSet> precede = neighbour_bytes(g, dfas, true);
+  // The item nonterminals: a distinct group's item, or the keys a keyed group remembers
+  // (keyed.hpp: `%key(...)`, each read right inside the group's undeclared-member productions).
+  std::vector<std::int32_t> item_nts;
   for (const KeyedGroup& kg : g.keyed) {
-    if (!kg.distinct()) continue;
-    const ByteSet& after = follow[static_cast<std::size_t>(kg.value_nt)];
-    const ByteSet& before = precede[static_cast<std::size_t>(kg.value_nt)];
-    // (open_values also needs the separator to be terminals only: inside it, the group's own
-    // items are in the current set.)
-    const auto rec = static_cast<std::uint32_t>(kg.rec_prod[0]);
-    for (std::uint32_t q = g.rhs_begin[rec] + 1; q + 1 < g.rhs_begin[rec + 1]; ++q)
-      simple_ = simple_ && g.rhs_flat[q].is_terminal();
-    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(kg.value_nt)]) {
+    if (kg.distinct()) {
+      item_nts.push_back(kg.value_nt);
+      // (open_values also needs the separator to be terminals only: inside it, the group's
+      // own items are in the current set.)
+      const auto rec = static_cast<std::uint32_t>(kg.rec_prod[0]);
+      for (std::uint32_t q = g.rhs_begin[rec] + 1; q + 1 < g.rhs_begin[rec + 1]; ++q)
+        simple_ = simple_ && g.rhs_flat[q].is_terminal();
+      continue;
+    }
+    if (!kg.remembers_keys()) continue;
+    // (no condition on the separator: an open key is found through its own item's origin, and
+    // a key opened inside the token is an open_close_ token, below)
+    keys_ = true;
+    item_nts.insert(item_nts.end(), kg.key_nts.begin(), kg.key_nts.end());
+  }
+  // A token may open a remembered key after a value closed and close it (`1,"a"`): the
+  // current set then holds no item of the group, so such tokens (a byte before a key, one
+  // that starts it, then a close) are replayed whenever any value is remembered (open_close_).
+  std::vector<bool> opens(256 * 256, false);
+  std::array<bool, 256> key_first{};  // bytes a remembered key may start with
+  for (const std::int32_t vnt : item_nts) {
+    const ByteSet& after = follow[static_cast<std::size_t>(vnt)];
+    const ByteSet& before = precede[static_cast<std::size_t>(vnt)];
+    const std::int32_t vg = g.value_group_of[static_cast<std::size_t>(vnt)];
+    const bool is_key = vg >= 0 && !g.keyed[static_cast<std::size_t>(vg)].distinct();
+    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(vnt)]) {
       const auto pr = static_cast<std::uint32_t>(prod);
       const Symbol last = g.rhs_flat[g.rhs_begin[pr + 1] - 1];
       simple_ = simple_ && g.rhs_len(pr) == 1;
@@ -433,6 +454,13 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
         continue;
       }
       const Dfa& d = *dfas[last.index()];
+      if (is_key)
+        for (int c = 0; c < 256; ++c)
+          if (d.next(d.start(), static_cast<std::uint8_t>(c)) >= 0) {
+            key_first[static_cast<std::size_t>(c)] = true;
+            for (int b = 0; b < 256; ++b)
+              if (has(before, b)) opens[static_cast<std::size_t>(b) * 256 + static_cast<std::size_t>(c)] = true;
+          }
       // A parse that uses a close inside the token goes on with a byte that may follow the
       // item (`after`: the separator's first bytes, or what follows the group), so the pairs
       // are (a byte into an accepting state, a byte of `after`) - whether or not the item
@@ -506,18 +534,27 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
     if (vocab.is_special(id)) continue;
     const std::string_view bytes = vocab.bytes(id);
     std::size_t n = 0;
+    // (a key may open at the token's start, the parser then before it, e.g. after `,`: a close
+    // from the next byte on is one it may refuse)
+    std::size_t open_from = !bytes.empty() && key_first[static_cast<std::uint8_t>(bytes[0])] ? 1 : bytes.size();
+    bool open_close = false;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       const auto b = static_cast<std::uint8_t>(bytes[i]);
+      bool event = false;
       if (i + 1 == bytes.size()) {
-        const bool sink_end = bytes.size() == 1 ? at_end[b]
-                                                : end_pair[static_cast<std::size_t>(static_cast<std::uint8_t>(bytes[i - 1])) * 256 + b];
-        n += sink_end ? 1 : 0;
+        event = bytes.size() == 1 ? at_end[b] : end_pair[static_cast<std::size_t>(static_cast<std::uint8_t>(bytes[i - 1])) * 256 + b];
       } else {
-        n += then[static_cast<std::size_t>(b) * 256 + static_cast<std::uint8_t>(bytes[i + 1])] ? 1 : 0;
+        event = then[static_cast<std::size_t>(b) * 256 + static_cast<std::uint8_t>(bytes[i + 1])];
       }
+      n += event ? 1 : 0;
+      open_close = open_close || (event && i >= open_from);
+      // (a key may start at i + 1: a close from there on is one it may refuse)
+      if (i + 1 < bytes.size() && opens[static_cast<std::size_t>(b) * 256 + static_cast<std::uint8_t>(bytes[i + 1])])
+        open_from = std::min(open_from, i + 1);
     }
     if (n >= 1) one_.push_back(id);
     if (n >= 2) two_.push_back(id);
+    if (open_close) open_close_.push_back(id);
   }
 }
 
@@ -536,12 +573,18 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
   // are those that take an open item to a dead prefix (dead_prefix_tokens).
   const std::vector<std::int32_t>& base = remembered || counted_ ? one_ : two_;
   std::vector<std::int32_t> extra;
+  if (keys_ && !remembered) {
+    bool any = false;
+    for (const ValueSets::Entry& e : p.values().entries) any = any || e.value.known();
+    if (any) extra = open_close_;
+  }
   if (counted_ && remembered) {
     for (std::size_t i = p.cur_begin(); i < p.cur_end(); ++i) {
       const Item& it = p.item(i);
       const std::int32_t t = p.scanning_terminal(it);
       if (t < 0 || it.dstate < 0 || table_[static_cast<std::size_t>(t)] == nullptr) continue;
-      if (p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)] < 0) continue;
+      const std::int32_t vg = p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)];
+      if (vg < 0 || !p.grammar().keyed[static_cast<std::size_t>(vg)].distinct()) continue;
       dead_prefix_tokens(p, it, t, vocab, row, extra);
     }
   }

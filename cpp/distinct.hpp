@@ -136,8 +136,9 @@ struct ValueSets {
 /// Does every live state of `d` (reachable, and able to reach acceptance) have infinitely many
 /// accepted continuations, i.e. reach a cycle of live states? Then no prefix of an item in that
 /// language has only finitely many values, the condition under which a distinct group's mask is
-/// exact (see the header comment). False for an empty or finite language.
-bool every_prefix_open_ended(const Dfa& d);
+/// exact (see the header comment). False for an empty or finite language. With `sinks_ok`,
+/// accepting states that read nothing more are exempt (a quoted key: its closing quote ends it).
+bool every_prefix_open_ended(const Dfa& d, bool sinks_ok = false);
 
 /// The most remembered values of one group the parser accepts (LimitExceeded past it); the
 /// converter only writes groups whose maxItems is at most this.
@@ -175,6 +176,8 @@ class DistinctCorrection {
   std::vector<std::int32_t> one_;  // tokens with at least one place a close could be refused
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
   bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
+  bool keys_ = false;              // some keyed group remembers its undeclared keys (keyed.hpp)
+  std::vector<std::int32_t> open_close_;  // ... tokens that may open such a key and close it
   std::vector<std::unique_ptr<ItemValues>> owned_;
   std::vector<const ItemValues*> table_;  // per terminal (see item_values())
   bool counted_ = false;                  // some item has finitely many values somewhere

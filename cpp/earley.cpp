@@ -192,14 +192,20 @@ bool EarleyParser::close_set() {
           if (!s.is_terminal() && s.index() == lhs) {
             const Item pc = p;
             if (vg >= 0 && g_->productions[pc.prod].lhs == g_->keyed[static_cast<std::size_t>(vg)].nt) {
-              if (value.known() && values_.has(pc.aux, value)) {  // a duplicate: refused
+              // A distinct group's values are its aux; a keyed group's undeclared keys are a
+              // ValueSets id in its key set (keyed.hpp).
+              const KeyedGroup& vk = g_->keyed[static_cast<std::size_t>(vg)];
+              const std::uint32_t held = vk.distinct() ? pc.aux : keys_.counter(pc.aux, vk.held_at());
+              if (value.known() && values_.has(held, value)) {  // a duplicate: refused
                 refused_ = true;
                 continue;
               }
-              if (values_.count(pc.aux) >= kMaxDistinctItems)
-                throw LimitExceeded("max_distinct_items", values_.count(pc.aux) + 1, kMaxDistinctItems,
-                                    "a %distinct group holds too many items to remember");
-              add(pc.prod, pc.dot + 1, pc.origin, -1, values_.with(pc.aux, value, value_text));
+              if (values_.count(held) >= kMaxDistinctItems)
+                throw LimitExceeded("max_distinct_items", values_.count(held) + 1, kMaxDistinctItems,
+                                    vk.distinct() ? "a %distinct group holds too many items to remember"
+                                                  : "an object has too many undeclared keys to remember");
+              const std::uint32_t now = values_.with(held, value, value_text);
+              add(pc.prod, pc.dot + 1, pc.origin, -1, vk.distinct() ? now : keys_.with_counter(pc.aux, vk.held_at(), now));
             } else if (grp < 0) {
               add(pc.prod, pc.dot + 1, pc.origin, -1, pc.aux);
             } else if (g_->productions[pc.prod].lhs == lhs) {
@@ -249,15 +255,23 @@ bool EarleyParser::close_set() {
 }
 
 bool EarleyParser::open_values() const {
-  auto holds = [&](const Item& it) { return it.aux != 0 && distinct_group(it.prod) && values_.count(it.aux) > 0; };
+  // A distinct group's own items hold its values; a keyed group's count only once one of its
+  // keys is open (an item of the key, below): elsewhere a key must first open inside the
+  // token, which the correction's open_close_ tokens cover (distinct.hpp).
+  auto holds = [&](const Item& it, bool keys) {
+    if (it.aux == 0) return false;
+    if (distinct_group(it.prod)) return values_.count(it.aux) > 0;
+    const KeyedGroup* kg = keys ? key_group(it.prod) : nullptr;
+    return kg != nullptr && values_.count(keys_.counter(it.aux, kg->held_at())) > 0;
+  };
   for (std::size_t i = cur_begin(); i < cur_end(); ++i) {
     const Item& it = items_[i];
-    if (holds(it)) return true;
+    if (holds(it, false)) return true;
     if (g_->value_group_of[static_cast<std::size_t>(g_->productions[it.prod].lhs)] < 0) continue;
     const std::size_t ob = set_start_[it.origin];
     const std::size_t oe = it.origin + 1 < set_start_.size() ? set_start_[it.origin + 1] : items_.size();
     for (std::size_t j = ob; j < oe; ++j)
-      if (holds(items_[j])) return true;
+      if (holds(items_[j], true)) return true;
   }
   return false;
 }
@@ -457,7 +471,7 @@ void EarleyParser::waiting_value_sets(const Item& it, std::vector<std::uint32_t>
   out.clear();
   const std::int32_t lhs = g_->productions[it.prod].lhs;
   const std::int32_t vg = g_->value_group_of[static_cast<std::size_t>(lhs)];
-  if (vg < 0) return;
+  if (vg < 0 || !g_->keyed[static_cast<std::size_t>(vg)].distinct()) return;  // (keys: never counted)
   const std::int32_t group_nt = g_->keyed[static_cast<std::size_t>(vg)].nt;
   const std::size_t ob = set_start_[it.origin];
   const std::size_t oe = it.origin + 1 < set_start_.size() ? set_start_[it.origin + 1] : items_.size();

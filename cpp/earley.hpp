@@ -131,8 +131,20 @@ class EarleyParser {
     const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[prod].lhs)];
     return grp >= 0 && g_->keyed[static_cast<std::size_t>(grp)].distinct() ? &g_->keyed[static_cast<std::size_t>(grp)] : nullptr;
   }
+  // keyed.hpp: the group of an item's production when it remembers its undeclared keys, else null.
+  const KeyedGroup* key_group(std::uint32_t prod) const {
+    const std::int32_t grp = g_->group_of[static_cast<std::size_t>(g_->productions[prod].lhs)];
+    return grp >= 0 && g_->keyed[static_cast<std::size_t>(grp)].remembers_keys() ? &g_->keyed[static_cast<std::size_t>(grp)]
+                                                                                 : nullptr;
+  }
+  // What signatures hash of an item's aux: a distinct group's count of values; a group that
+  // remembers undeclared keys, its set without the held keys' id (masks are computed with value
+  // checks off and corrected after, as for distinct groups: distinct.hpp).
   std::uint64_t aux_hash(const Item& it) const {
-    return it.aux == 0 ? 0 : distinct_group(it.prod) ? values_.signature(it.aux) : keys_.hash[it.aux];
+    if (it.aux == 0) return 0;
+    if (distinct_group(it.prod)) return values_.signature(it.aux);
+    if (const KeyedGroup* kg = key_group(it.prod)) return keys_.hash_without_counter(it.aux, kg->held_at());
+    return keys_.hash[it.aux];
   }
   // The value of the V that completed in the newest set with origin set `origin`.
   ValueHash item_value(std::uint32_t origin, std::string* decoded = nullptr) const;

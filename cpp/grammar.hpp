@@ -34,6 +34,9 @@ struct KeyedAst {
   std::vector<NodePtr> members;        // declared members, key index = position
   std::vector<std::uint32_t> required;  // key indices, ascending
   NodePtr extra;                       // null: no undeclared members
+  // `%key(...)` rules inside `extra` (keyed.hpp): the keys of undeclared members, remembered
+  // so that no two are equal; empty: undeclared keys are not remembered.
+  std::vector<std::int32_t> key_rules;
   // Per member (empty, or one entry per member): the key indices that must be present when it
   // is (`^{i,j}` before a member, keyed.hpp), ascending.
   std::vector<std::vector<std::uint32_t>> deps;
@@ -50,6 +53,7 @@ struct RuleAst {
   std::string name;
   std::shared_ptr<const KeyedAst> keyed;  // set: the rule is a keyed group (body is a placeholder)
   NodePtr body;      // null while only referenced, never defined
+  bool key_rule = false;     // `%key(...)` of a keyed group (a nonterminal of its own, never inlined)
   std::size_t pos = 0;       // offset of the definition
   std::size_t ref_pos = 0;   // offset of the first reference (for "undefined rule" errors)
 };
@@ -157,6 +161,12 @@ struct KeyedGroup {
   // has one key (0), `aux` of its items is a ValueSets id, and max_count 0 means no bound.
   std::int32_t value_nt = -1;
   bool distinct() const { return value_nt >= 0; }
+  // Keyed groups that remember their undeclared keys (`%key(...)`, keyed.hpp): the key
+  // nonterminals, each the first symbol of an undeclared-member production. The values held
+  // are a ValueSets id in the key set's bits from n_keys + 32 (after the member counter).
+  std::vector<std::int32_t> key_nts;
+  bool remembers_keys() const { return !key_nts.empty(); }
+  std::uint32_t held_at() const { return n_keys + 32; }
 };
 
 struct Terminal {

@@ -115,7 +115,8 @@ class Lowerer {
             }
           }
         } else {
-          bool reg = !cyclic[ru] && !ast_.rules[ru].keyed;  // a keyed group is never regular
+          // A keyed group is never regular, nor the key of its undeclared members (keyed.hpp).
+          bool reg = !cyclic[ru] && !ast_.rules[ru].keyed && !ast_.rules[ru].key_rule;
           for (std::int32_t c : refs[ru]) reg = reg && regular_[static_cast<std::size_t>(c)] && !cyclic[static_cast<std::size_t>(c)];
           regular_[ru] = reg;
           state[ru] = 2;
@@ -130,7 +131,7 @@ class Lowerer {
       changed = false;
       for (std::size_t i = 0; i < n; ++i) {
         if (!regular_[i]) continue;
-        bool reg = !cyclic[i] && !ast_.rules[i].keyed;
+        bool reg = !cyclic[i] && !ast_.rules[i].keyed && !ast_.rules[i].key_rule;
         for (std::int32_t c : refs[i]) reg = reg && regular_[static_cast<std::size_t>(c)];
         if (!reg) {
           regular_[i] = 0;
@@ -334,8 +335,20 @@ class Lowerer {
     Seq extra_seq;
     if (k.extra) {
       const NodePtr extra = substitute(k.extra);
-      extra_seq = lower_seq(extra);
-      add_member(extra, extra_seq, kExtraKey);
+      if (!k.key_rules.empty() && extra->kind == NodeKind::Alt) {
+        // Keys remembered (`%key(...)`): one member per alternative, so that each key
+        // nonterminal sits right in the group's own productions (the parser reads the held
+        // keys from the group item it advances).
+        for (const NodePtr& alt : extra->kids) {
+          const Seq seq = lower_seq(alt);
+          if (extra_seq.empty()) extra_seq = seq;
+          add_member(alt, seq, kExtraKey);
+        }
+      } else {
+        extra_seq = lower_seq(extra);
+        add_member(extra, extra_seq, kExtraKey);
+      }
+      for (std::int32_t r : k.key_rules) grp.key_nts.push_back(rule_symbol(r).index());
     }
     if (min_only) {
       // The required members in order (closed under deps by the text parser), then the first
@@ -1085,6 +1098,10 @@ std::string Grammar::to_string() const {
       if (has_count_bounds(k))
         out += "; items " + std::to_string(k.min_count) + ".." + (k.max_count ? std::to_string(k.max_count) : std::string("n")) +
                " (unique.hpp)";
+      if (k.remembers_keys()) {
+        out += "; undeclared keys remembered, none repeated:";
+        for (std::int32_t x : k.key_nts) out += " " + names[static_cast<std::size_t>(x)];
+      }
     }
     out += "\n";
   }

@@ -182,7 +182,13 @@ class GrammarParser {
       k->members.push_back(expr(unique ? "an item" : "a member"));
       if (k->distinct || !consume(",")) break;  // %distinct has exactly one item
     }
-    if (!unique && consume(";")) k->extra = expr("the member for undeclared keys");
+    if (!unique && consume(";")) {
+      // `%key(...)` may mark the key of each undeclared member here (keyed.hpp).
+      key_owner_ = idx;
+      key_rules_ = &k->key_rules;
+      k->extra = expr("the member for undeclared keys");
+      key_rules_ = nullptr;
+    }
     if (!consume(")")) fail(std::string("expected `)` to close ") + form + "( opened at " + where(start));
     const std::size_t n = k->members.size();
     if (!k->distinct && !k->extra && k->min_count > n)
@@ -432,6 +438,28 @@ class GrammarParser {
     if (c == '.') {
       ++pos_;
       return make_chars(CharSet::any(), start);
+    }
+    if (c == '%' && s_.substr(pos_, 5) == "%key(") {
+      // The key of an undeclared member (keyed.hpp): a hidden rule of its own, whose text
+      // the parser reads when it completes (`#` never appears in a rule name written by hand).
+      if (key_rules_ == nullptr)
+        fail("`%key(...)` marks the key of an undeclared member: only in the last part of %keyed(...)");
+      pos_ += 5;
+      skip_ws();
+      std::vector<std::int32_t>* rules = key_rules_;
+      key_rules_ = nullptr;  // (no %key inside a key)
+      NodePtr inner = parse_alternatives(depth + 1);
+      key_rules_ = rules;
+      skip_ws();
+      if (!consume(")")) fail("expected `)` to close the %key( opened at " + where(start));
+      const std::string name = ast_.rules[static_cast<std::size_t>(key_owner_)].name + "#key" +
+                               std::to_string(key_rules_->size());
+      const std::int32_t r = rule_index(name, start);
+      ast_.rules[static_cast<std::size_t>(r)].body = inner;
+      ast_.rules[static_cast<std::size_t>(r)].key_rule = true;
+      ast_.rules[static_cast<std::size_t>(r)].pos = start;
+      key_rules_->push_back(r);
+      return make_rule_ref(r, start);
     }
     if (c == '(') {
       ++pos_;
@@ -747,6 +775,10 @@ class GrammarParser {
   const Limits& limits_;
   std::size_t pos_ = 0;
   bool in_keyed_ = false;  // inside %keyed(...): `,` and `;` end an expression
+  // While parsing the undeclared member of a %keyed group: where `%key(...)` rules go, and
+  // the group's rule (names them).
+  std::vector<std::int32_t>* key_rules_ = nullptr;
+  std::int32_t key_owner_ = -1;
   GrammarAst ast_;
   std::unordered_map<std::string, std::int32_t> index_;
   std::vector<Operand> operands_;

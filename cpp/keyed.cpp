@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "distinct.hpp"
 #include "errors.hpp"
 
 namespace corral {
@@ -226,6 +227,16 @@ std::uint32_t KeySets::with_counter(std::uint32_t set, std::uint32_t at, std::ui
   return intern(std::move(w));
 }
 
+std::uint64_t KeySets::hash_without_counter(std::uint32_t set, std::uint32_t at) const {
+  std::vector<std::uint64_t> w = words[set];
+  for (std::uint32_t b = 0; b < 32; ++b) {
+    const std::size_t bit = static_cast<std::size_t>(at) + b;
+    if ((bit >> 6) < w.size()) w[bit >> 6] &= ~(1ull << (bit & 63));
+  }
+  while (!w.empty() && w.back() == 0) w.pop_back();
+  return w.empty() ? 0 : hash_words(w);
+}
+
 std::uint32_t member_count(const KeyedGroup& kg, const KeySets& ks, std::uint32_t set) {
   const std::uint32_t declared = ks.count_below(set, kg.n_keys);
   return counts_extras(kg) ? declared + ks.counter(set, kg.n_keys) : declared;
@@ -376,6 +387,49 @@ void finalize_keyed(Grammar& g) {
     for (std::uint32_t j = 0; j < kg.n_keys; ++j) writable[j] = kg.rec_prod[j] >= 0 ? 1 : 0;
     derive_fit_tables(kg, kg.extra_rec_prod >= 0, writable,
                       "keyed group '" + g.names[static_cast<std::size_t>(kg.nt)] + "'");
+  }
+  // Remembered undeclared keys (`%key(...)`): each key nonterminal is one terminal whose every
+  // prefix but a closed key has infinitely many continuations (a refused key then always has
+  // another way on: distinct.hpp), read only by the group's own undeclared-member productions,
+  // every one of which reads one.
+  for (std::size_t k = 0; k < g.keyed.size(); ++k) {
+    const KeyedGroup& kg = g.keyed[k];
+    if (!kg.remembers_keys()) continue;
+    const std::string name = "keyed group '" + g.names[static_cast<std::size_t>(kg.nt)] + "'";
+    if (kg.distinct()) throw CompileError(name + ": a %distinct group has no undeclared keys");
+    for (std::int32_t x : kg.key_nts) {
+      const auto v = static_cast<std::size_t>(x);
+      if (x <= 0 || v >= n || g.value_group_of[v] >= 0 || g.group_of[v] >= 0)
+        throw CompileError(name + ": an invalid or repeated key nonterminal");
+      g.value_group_of[v] = static_cast<std::int32_t>(k);
+      // (finalize_keyed runs before the flat right-hand sides exist: read the productions)
+      const auto& prods = g.by_lhs[v];
+      const std::vector<Symbol>* rhs = prods.size() == 1 ? &g.productions[static_cast<std::size_t>(prods[0])].rhs : nullptr;
+      const Symbol only = rhs != nullptr && rhs->size() == 1 ? (*rhs)[0] : Symbol{};
+      const bool one = rhs != nullptr && rhs->size() == 1 && only.is_terminal() &&
+                       !g.terminals[static_cast<std::size_t>(only.index())].is_token &&
+                       !g.terminals[static_cast<std::size_t>(only.index())].is_slot;
+      if (!one || !every_prefix_open_ended(g.terminals[static_cast<std::size_t>(only.index())].dfa, true))
+        throw CompileError(name + ": a %key(...) must be one regular expression with infinitely many continuations "
+                                  "after every prefix of a key (so a repeated key can always become another)");
+    }
+  }
+  for (std::size_t p = 0; p < g.productions.size(); ++p) {
+    const Production& pr = g.productions[p];
+    const std::int32_t grp = g.group_of[static_cast<std::size_t>(pr.lhs)];
+    std::size_t keys_read = 0;
+    for (Symbol s : pr.rhs) {
+      if (s.is_terminal()) continue;
+      const std::int32_t vg = g.value_group_of[static_cast<std::size_t>(s.index())];
+      if (vg < 0 || g.keyed[static_cast<std::size_t>(vg)].distinct()) continue;
+      if (vg != grp || (pr.key != kExtraKey && pr.role != kMinOnly))  // (min-only: never parsed)
+        throw CompileError("a %key(...) nonterminal is read outside its group's undeclared members");
+      ++keys_read;
+    }
+    if (grp >= 0 && pr.key == kExtraKey && pr.role != kMinOnly &&
+        g.keyed[static_cast<std::size_t>(grp)].remembers_keys() && keys_read != 1)
+      throw CompileError("keyed group '" + g.names[static_cast<std::size_t>(pr.lhs)] +
+                         "': an undeclared member must read exactly one %key(...)");
   }
   for (std::size_t v = 0; v < n; ++v)
     if (g.value_group_of[v] >= 0 && g.group_of[v] >= 0)

@@ -33,13 +33,25 @@
 // extends; completing it yields aux ∪ {key}; an item of a production with key j is never added
 // when its aux holds j (no duplicate key can be started, so no mask allows one), nor, under a
 // maximum, when the members it would make plus the required ones still missing exceed max
-// (`admits`, dependencies included: see above); a production outside K advances past a completed K only when that K's keys
-// include every required one and every dependency of each key among them, and count at least
-// min members (`may_close`). Other nonterminals pass aux through unchanged. A counted group
-// with an undeclared-key member keeps the number of undeclared members as a 32-bit counter in
-// the set's bits from n_keys on (stopping at min when there is no max). Undeclared members are
-// counted as written: two with the same key count twice (the matcher does not remember their
-// keys; the JSON Schema converter only writes bounds where that cannot make a mask wrong).
+// (`admits`, dependencies included: see above); a production outside K advances past a
+// completed K only when that K's keys include every required one and every dependency of each
+// key among them, and count at least min members (`may_close`). Other nonterminals pass aux
+// through unchanged. A counted group with an undeclared-key member keeps the number of
+// undeclared members as a 32-bit counter in the set's bits from n_keys on (stopping at min
+// when there is no max). Undeclared members are counted as written: two with the same key
+// count twice unless the group remembers their keys (below; the JSON Schema converter only
+// writes bounds where counting cannot make a mask wrong).
+//
+// Remembered undeclared keys: `%key(K)` inside the undeclared member (`%keyed{3,}(sep; m0;
+// %key(K) ":" v)`, one per alternative) makes K a nonterminal of its own (KeyedGroup::key_nts,
+// each read right inside the group's undeclared-member productions). When a key completes, the
+// parser reads its text (as a %distinct item's, distinct.hpp: JSON strings compare after
+// unescaping) and refuses it when the group holds it; the held keys are a ValueSets id kept in
+// the key set's bits from n_keys + 32, and parser-state signatures hash the set without it
+// (masks are computed with value checks off and corrected after, as for %distinct groups: the
+// correction replays tokens that may close a key, and those that may open one after a value
+// and close it). A repeated key must always have another way on, so each K is one terminal
+// whose every prefix but a closed key has infinitely many continuations (checked: CompileError).
 //
 // Why it stays bounded: the grammar is linear in the keys; a parser set holds, per item, one
 // extra 32-bit id; the KeySets table grows by at most one set per member completion the parser
@@ -89,6 +101,8 @@ struct KeySets {
   std::uint32_t counter(std::uint32_t set, std::uint32_t at) const;
   /// The set with that counter set to `value`, interned.
   std::uint32_t with_counter(std::uint32_t set, std::uint32_t at, std::uint32_t value);
+  /// The content hash of the set with the counter at `at` cleared (0 for an empty rest).
+  std::uint64_t hash_without_counter(std::uint32_t set, std::uint32_t at) const;
 
  private:
   std::uint32_t intern(std::vector<std::uint64_t> w);

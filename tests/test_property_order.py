@@ -106,6 +106,9 @@ DEPENDENT_FITS = {
     "maxProperties": 3,
     "additionalProperties": False,
 }
+# minProperties that two undeclared members may be needed for (cpp/keyed.hpp `%key(...)`: the
+# group remembers undeclared keys, so a repeated one is refused and the count is exact).
+REMEMBERED = {**TYPED_EXTRA, "minProperties": 3}
 COUNTED_SCHEMAS = [
     DEPENDENT,
     DRAFT7_DEPENDENCIES,
@@ -116,6 +119,7 @@ COUNTED_SCHEMAS = [
     DEPENDENT_MIN,
     DEPENDENT_MAX,
     DEPENDENT_FITS,
+    REMEMBERED,
 ]
 
 
@@ -168,6 +172,7 @@ PAIRS: dict[int, list[tuple[str, str]]] = {
     id(DEPENDENT_MIN): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0")],
     id(DEPENDENT_MAX): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0"), ("$schema", '"s"')],
     id(DEPENDENT_FITS): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "null"), ("e", "5")],
+    id(REMEMBERED): [("id", "1"), ("w", "2.5"), ("kind", '"u"'), ("$schema", "3"), ("w", "4"), ("v", '"s"')],
 }
 
 
@@ -245,16 +250,18 @@ def test_pretty_layout_any_order() -> None:
 
 
 def test_counts_the_matcher_cannot_make_exact_keep_schema_order_and_say_so() -> None:
-    """minProperties that two undeclared members may be needed for (a repeated undeclared key
-    would count twice), and dependencies beside binding counts over more than 16 properties
-    with no undeclared ones (past the engine's table), keep schema order."""
+    """minProperties that two undeclared members may be needed for, when their keys have a
+    prefix with finitely many continuations (a `$`-anchored pattern: Python's `$` allows one
+    final newline, after which only the closing quote may follow), and dependencies beside
+    binding counts over more than 16 properties with no undeclared ones (past the engine's
+    table), keep schema order."""
     tok = byte_tokenizer()
-    schema = {**TYPED_EXTRA, "minProperties": 3}
+    schema = {**PATTERNED, "patternProperties": {"^z[0-9]+$": {"type": "boolean"}}, "minProperties": 3}
     g = corral.compile_json_schema(schema, tok, property_order="any")
     assert any("cannot tell from one repeated key" in e.detail for e in g.report.entries)
-    assert _accepts(g, '{"id": 1, "kind": "u", "q": 2}')
-    assert not _accepts(g, '{"id": 1, "q": 2, "q": 3}')
-    assert not _accepts(g, '{"id": 1, "kind": "u"}')
+    assert _accepts(g, '{"x": 1, "y": 2, "z1": true}')
+    assert not _accepts(g, '{"y": 1, "z1": true, "z1": false}')
+    assert not _accepts(g, '{"y": 1, "x": 2}')
     wide = {
         "type": "object",
         "properties": {f"p{i}": {"type": "integer"} for i in range(17)},
@@ -270,6 +277,30 @@ def test_counts_the_matcher_cannot_make_exact_keep_schema_order_and_say_so() -> 
     g = corral.compile_json_schema(narrow, tok, property_order="any")
     assert "%keyed" in g.grammar_source
     assert _accepts(g, '{"p5": 1, "p1": 2, "p0": 3}') and not _accepts(g, '{"p0": 1, "p2": 2}')
+
+
+def test_undeclared_keys_are_remembered_where_min_needs_them() -> None:
+    """minProperties 3 with one required property: two undeclared ones may be needed, so the
+    group remembers undeclared keys (`%key(...)`) and refuses a repeated one, also when it is
+    spelled with an escape; any order stays exact."""
+    tok = byte_tokenizer()
+    g = corral.compile_json_schema(REMEMBERED, tok, property_order="any")
+    assert "%key(" in g.grammar_source
+    assert not any("schema order only" in e.detail for e in g.report.entries)
+    assert _accepts(g, '{"q": 2, "id": 1, "r": 3}')
+    assert _accepts(g, '{"q": 2, "kind": "v", "id": 1}')
+    assert not _accepts(g, '{"id": 1, "q": 2, "q": 3}')
+    assert not _accepts(g, '{"id": 1, "q": 2, "\\u0071": 3}')  # "\u0071" is "q"
+    assert not _accepts(g, '{"q": 2, "id": 1}')
+    # The closing quote of a held key is refused where it is written; a longer key is not.
+    assert g.matcher().accept_bytes(b'{"q": 2, "id": 1, "q')
+    assert not g.matcher().accept_bytes(b'{"q": 2, "id": 1, "q"')
+    assert _accepts(g, '{"q": 2, "id": 1, "qq": 4}')
+    # The shortest completion writes keys the object does not hold yet (here "" is held).
+    m = g.matcher()
+    assert m.accept_bytes(b'{"": 2, "id": 1')
+    rest = m.shortest_completion()
+    assert _valid(REMEMBERED, '{"": 2, "id": 1' + rest.decode()), rest
 
 
 def test_dependencies_nothing_fits_is_no_value() -> None:
@@ -375,6 +406,12 @@ def test_dependency_and_count_near_misses_refused_in_the_mask(request: pytest.Fi
         assert index[b"c"] not in after and {index[b"a"], index[b"b"], index[b"d"]} <= after
         after = allowed_after(g, '{"d": null, "a": 1')
         assert close not in after and comma in after
+        # Remembered undeclared keys: a repeated one cannot close, a longer one can.
+        g = corral.compile_json_schema(REMEMBERED, tok, extra_properties="spec")
+        after = allowed_after(g, '{"w": 0, "id": 1, "w')
+        assert index[b'"'] not in after and index[b"w"] in after
+        assert index[b'"'] in allowed_after(g, '{"w": 0, "id": 1, "v')
+        assert close not in allowed_after(g, '{"w": 0, "id": 1')
 
 
 def _assert_every_token_allowed(g: Any, tok: corral.Tokenizer, mask: Any, texts: list[str]) -> None:
@@ -392,7 +429,7 @@ def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.Fi
     """Every token of canonically tokenized valid instances (keys in every order) is allowed."""
     for tok in _real_tokenizers(request):
         mask = corral.allocate_bitmask(1, tok)
-        for schema in (DEPENDENT, COUNTED, DRAFT7_DEPENDENCIES, DEPENDENT_MAX, DEPENDENT_FITS):
+        for schema in (DEPENDENT, COUNTED, DRAFT7_DEPENDENCIES, DEPENDENT_MAX, DEPENDENT_FITS, REMEMBERED):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec")
             texts = [t for t in _instances(schema, limit=2000) if _valid(schema, t)][:10]
             assert len(texts) >= 5
@@ -401,7 +438,7 @@ def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.Fi
 
 def test_random_walks_produce_only_valid_instances(request: pytest.FixtureRequest) -> None:
     for tok in _real_tokenizers(request):
-        for schema in (PERSON, PATTERNED, DEPENDENT, COUNTED, DEPENDENT_MAX, DEPENDENT_FITS):
+        for schema in (PERSON, PATTERNED, DEPENDENT, COUNTED, DEPENDENT_MAX, DEPENDENT_FITS, REMEMBERED):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec", escapes="canonical")
             rng = random.Random(11)
             for _ in range(5):

@@ -337,15 +337,17 @@ NB_MODULE(_core, m) {
         "DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or "
         "another limit). Raises CompileError for malformed text.");
   m.def("probe_open_ended",
-        [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits) {
+        [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits, bool sinks_ok) {
           Limits l = limits_from(limits);
           nb::gil_scoped_release release;
-          return probe_open_ended(rhs, max_states, l);
+          return probe_open_ended(rhs, max_states, l, sinks_ok);
         },
-        "rhs"_a, "max_states"_a, "limits"_a,
+        "rhs"_a, "max_states"_a, "limits"_a, "sinks_ok"_a = false,
         "1 when the one terminal of a regular grammar expression has infinitely many "
         "continuations after every live prefix, 0 when not (or several terminals, or empty), -1 "
-        "over max_states (or another limit). Raises CompileError for malformed text.");
+        "over max_states (or another limit); with sinks_ok, accepting prefixes that allow nothing "
+        "more are exempt (a quoted key: what a %key(...) needs). Raises CompileError for malformed "
+        "text.");
   m.def("probe_item_values",
         [](const std::string& rhs, std::uint32_t max_states, const nb::dict& limits) {
           Limits l = limits_from(limits);

@@ -293,3 +293,132 @@ TEST(keyed_sets_counter) {
   EXPECT_EQ(ks.count_below(far, 100), 1u);
   EXPECT_EQ(ks.count_below(far, 64), 0u);
 }
+
+// Remembered undeclared keys (`%key(...)`, keyed.hpp): no two undeclared members of one object
+// share a key, so a minimum counts distinct keys. Keys here are quoted lowercase words; the
+// declared members use uppercase keys, so no undeclared key is a declared one.
+namespace {
+
+std::shared_ptr<const Vocabulary> key_vocab() {
+  std::vector<std::string> toks;
+  for (int b = 32; b < 127; ++b) toks.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* t : {"\"x\"", "\"x", "x\"", ",\"x\"", ",\"", "\":", "1,\"x\"", "\"x\":1", "xy", "\"y\":", "}", "0],\"x\"",
+                        "0,\"x\"", "],\"y\""})
+    toks.push_back(t);
+  toks.push_back("<eos>");
+  const auto n = static_cast<std::int32_t>(toks.size());
+  return std::make_shared<const Vocabulary>(toks, std::vector<std::int32_t>{n - 1}, std::vector<std::int32_t>{n - 1}, n);
+}
+
+const char* kKeys = R"G(root ::= "{" body "}"
+body ::= %keyed{3,}(","; "\"A\":" [0-9], "\"B\":" [0-9]; %key("\"" [a-z]+ "\"") ":" [0-9]))G";
+// Two classes of undeclared keys (each its own %key), and a maximum.
+const char* kKeyClasses = R"G(root ::= "{" body "}"
+body ::= %keyed{2,4}(","; "\"A\":" [0-9]; %key("\"" [a-x] [a-z]* "\"") ":" [0-9] | %key("\"" [yz] [a-z]* "\"") ":" "t"))G";
+
+// Values that are nonterminals of their own: a token may close one (the group's items are then
+// not in the current set), write the separator and a whole repeated key (`0],"x"`).
+const char* kKeysNested = R"G(root ::= "{" body "}"
+body ::= %keyed{3,}(","; "\"A\":" v, "\"B\":" [0-9]; %key("\"" [a-z]+ "\"") ":" v)
+v ::= "0" | "[" v "]")G";
+
+// (`classes`: keys from y on take the value t, as kKeyClasses says)
+std::string key_object(const std::vector<std::string>& keys, bool classes = false) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    s += (i ? ",\"" : "\"") + keys[i] + "\":" + (classes && keys[i][0] >= 'y' ? "t" : "1");
+  return s + "}";
+}
+
+}  // namespace
+
+TEST(keyed_remembered_keys_language) {
+  auto g = compile_grammar(kKeys, "root", key_vocab(), Limits{});
+  auto classes = compile_grammar(kKeyClasses, "root", key_vocab(), Limits{});
+  const std::vector<std::string> pool = {"A", "B", "x", "y", "xy", "x"};
+  std::size_t n_ok = 0, n_dup = 0;
+  // Every sequence of up to four keys from the pool (a key may repeat), against the rule.
+  std::vector<std::size_t> pick;
+  for (std::size_t len = 0; len <= 4; ++len) {
+    std::size_t total = 1;
+    for (std::size_t i = 0; i < len; ++i) total *= pool.size();
+    for (std::size_t code = 0; code < total; ++code) {
+      std::vector<std::string> keys;
+      for (std::size_t c = code, i = 0; i < len; ++i, c /= pool.size()) keys.push_back(pool[c % pool.size()]);
+      std::vector<std::string> sorted = keys;
+      std::sort(sorted.begin(), sorted.end());
+      const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+      const bool want = distinct && keys.size() >= 3;
+      EXPECT_EQ(accepts(g, key_object(keys)), want);
+      bool no_b = std::find(keys.begin(), keys.end(), "B") == keys.end();
+      EXPECT_EQ(accepts(classes, key_object(keys, true)), distinct && no_b && keys.size() >= 2 && keys.size() <= 4);
+      n_ok += want;
+      n_dup += !distinct;
+    }
+  }
+  EXPECT(n_ok > 20 && n_dup > 100);
+  // The closing quote of a repeated key is refused where it is written, and a longer key is not.
+  Matcher m(g);
+  EXPECT(m.accept_bytes("{\"x\":1,\"A\":2,\"x"));
+  Matcher close = m, longer = m;
+  EXPECT(!close.accept_bytes("\""));
+  EXPECT(longer.accept_bytes("y\":3}") && longer.is_accepting());
+  // A completion writes other keys than those held.
+  Matcher part(g);
+  EXPECT(part.accept_bytes("{\"a\":1"));
+  const std::string rest = part.shortest_completion();
+  EXPECT(part.accept_bytes(rest) && part.is_accepting());
+}
+
+TEST(keyed_remembered_keys_masks_match_parser) {
+  {
+    auto g = compile_grammar(kKeysNested, "root", key_vocab(), Limits{});
+    std::int32_t dup = -1;
+    for (std::int32_t t = 0; t < static_cast<std::int32_t>(g->vocab().size()); ++t)
+      if (g->vocab().bytes(t) == "0],\"x\"") dup = t;
+    for (const char* prefix : {"{\"x\":0,\"A\":[", "{\"x\":[0],\"A\":[[", "{\"x\":", "{\"y\":0,\"x\":[", "{\"A\":[0],\"x\":0,\"B\":1,\"z\":["}) {
+      Matcher m(g);
+      EXPECT(m.accept_bytes(prefix));
+      const std::vector<std::int32_t> al = corral_test::allowed(m);
+      EXPECT(al == corral_test::accepted_one_by_one(m));
+      const bool held = std::string(prefix).find("\"x\"") != std::string::npos;
+      EXPECT(std::find(al.begin(), al.end(), dup) == al.end() || !held);
+    }
+  }
+  for (const char* grammar : {kKeys, kKeyClasses, kKeysNested}) {
+    auto g = compile_grammar(grammar, "root", key_vocab(), Limits{});
+    auto loaded = load_artifact(to_artifact(*g), key_vocab());
+    for (unsigned seed = 1; seed <= 30; ++seed) {
+      std::mt19937 rng(seed);
+      Matcher m(g), l(loaded);
+      for (int step = 0; step < 30 && !m.is_terminated(); ++step) {
+        const std::vector<std::int32_t> al = corral_test::allowed(m);
+        EXPECT(al == corral_test::allowed(l));
+        EXPECT(al == corral_test::accepted_one_by_one(m));
+        Matcher done = m;
+        EXPECT(done.accept_bytes(done.shortest_completion()) && done.is_accepting());
+        if (al.empty()) break;
+        // Prefer the multi-byte tokens (keys written in one piece, repeated ones among them).
+        std::int32_t t = al[rng() % al.size()];
+        for (int tries = 0; tries < 3 && t < 95; ++tries) t = al[rng() % al.size()];
+        EXPECT(m.accept_token(t));
+        EXPECT(l.accept_token(t));
+      }
+    }
+  }
+}
+
+TEST(keyed_remembered_keys_errors) {
+  auto compile = [](const std::string& text) { return compile_grammar(text, "root", key_vocab(), Limits{}); };
+  // Outside the undeclared member of a %keyed group.
+  EXPECT_THROWS(compile("root ::= %key(\"a\")"), CompileError);
+  EXPECT_THROWS(compile("root ::= %keyed(\",\"; %key(\"\\\"A\\\"\") \":1\")"), CompileError);
+  // A key language with finitely many continuations after some prefix: a repeated key there
+  // could leave nothing to write, so the mask could not stay exact.
+  EXPECT_THROWS(compile("root ::= \"{\" b \"}\"\nb ::= %keyed{2,}(\",\"; \"\\\"A\\\":1\"; %key(\"\\\"\" [a-z] \"\\\"\") \":1\")"),
+                CompileError);
+  // An undeclared member without its key marked, beside one with it.
+  EXPECT_THROWS(compile("root ::= \"{\" b \"}\"\nb ::= %keyed{2,}(\",\"; \"\\\"A\\\":1\"; %key(\"\\\"\" [a-z]+ \"\\\"\") \":1\" | \"\\\"\" [0-9]+ \"\\\":1\")"),
+                CompileError);
+  compile("root ::= \"{\" b \"}\"\nb ::= %keyed{2,}(\",\"; \"\\\"A\\\":1\"; %key(\"\\\"\" [a-z]+ \"\\\"\") \":1\")");
+}

@@ -149,9 +149,9 @@ def probe_expression(rhs: str, max_states: int, limits: dict) -> int:
     DFA states of a regular grammar expression: > 0 states, 0 empty, -1 over max_states (or another limit). Raises CompileError for malformed text.
     """
 
-def probe_open_ended(rhs: str, max_states: int, limits: dict) -> int:
+def probe_open_ended(rhs: str, max_states: int, limits: dict, sinks_ok: bool = False) -> int:
     """
-    1 when the one terminal of a regular grammar expression has infinitely many continuations after every live prefix, 0 when not (or several terminals, or empty), -1 over max_states (or another limit). Raises CompileError for malformed text.
+    1 when the one terminal of a regular grammar expression has infinitely many continuations after every live prefix, 0 when not (or several terminals, or empty), -1 over max_states (or another limit); with sinks_ok, accepting prefixes that allow nothing more are exempt (a quoted key: what a %key(...) needs). Raises CompileError for malformed text.
     """
 
 def probe_item_values(rhs: str, max_states: int, limits: dict) -> int:

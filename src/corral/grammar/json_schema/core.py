@@ -107,7 +107,7 @@ class ConverterCore:
             keys: _Keys | None,
             names: list[str],
             colon: str,
-        ) -> tuple[str | None, Callable[[int, int], str | None] | None]: ...
+        ) -> tuple[str | None, Callable[[int, int], str | None] | None, list[tuple[str, str]]]: ...
 
     def __init__(self, root: Any, options: SchemaOptions, check_regex: Callable[[str], None] | None) -> None:
         self.root = root

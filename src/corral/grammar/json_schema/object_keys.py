@@ -200,9 +200,11 @@ class ObjectKeysMixin(ConverterCore):
         keys: _Keys | None,
         names: list[str],
         colon: str,
-    ) -> tuple[str | None, Callable[[int, int], str | None] | None]:
-        """The grammar of one additional (undeclared) member, or None when none may appear; and
-        `distinct` for the counting machine (containers.ObjectMembers).
+    ) -> tuple[str | None, Callable[[int, int], str | None] | None, list[tuple[str, str]]]:
+        """The grammar of one additional (undeclared) member, or None when none may appear;
+        `distinct` for the counting machine (containers.ObjectMembers); and per class of
+        undeclared keys, its key and the rest of its member (the parts of the member's
+        alternatives, for a keyed group that remembers undeclared keys).
 
         An undeclared key falls in the class of the set T of ``patternProperties`` groups it
         matches (see key_classes), so its value satisfies all of their schemas
@@ -234,7 +236,7 @@ class ObjectKeysMixin(ConverterCore):
                 self.note(pp_where, "patternProperties", "enforced", "the names propertyNames allows")
             if "propertyNames" in schema:
                 self.note(pn_where, "propertyNames", "enforced")
-            return None, None
+            return None, None, []
 
         def build(use_pp: bool, pieces: list[str]) -> list[_KeyClass]:
             out: list[_KeyClass] = []
@@ -304,7 +306,7 @@ class ObjectKeysMixin(ConverterCore):
                 pn_where, "propertyNames", "enforced", "declared names that fail it are never generated"
             )
         if not classes:
-            return None, None
+            return None, None, []
         if names and addl is not False:
             self.note(
                 _ptr(pointer, "additionalProperties"),
@@ -313,6 +315,9 @@ class ObjectKeysMixin(ConverterCore):
                 "extra keys exclude the declared names",
             )
         members = [f"{key} {colon} {value}" for _, _, key, value in classes]
+        # (each class's key and the rest of its member: a keyed group that remembers
+        # undeclared keys marks the key, objects.py)
+        parts = [(key, f"{colon} {value}") for _, _, key, value in classes]
         extra = members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
         if len(classes) == 1 and not classes[0][0] and classes[0][1] is None:
             # Any key but the declared names: keys longer than every declared name, the j-th of
@@ -324,7 +329,7 @@ class ObjectKeysMixin(ConverterCore):
                 rx = f"(?s:.){{{longest + 1 + j}}}(?:(?s:.){{{n}}})*"
                 return f"{self.jstr(rx)} {colon} {value}"
 
-            return extra, distinct
+            return extra, distinct, parts
 
         def distinct_in_classes(j: int, n: int) -> str | None:
             # The j-th of n keys that must differ: its length is j modulo n.
@@ -341,7 +346,7 @@ class ObjectKeysMixin(ConverterCore):
                 return None
             return alts[0] if len(alts) == 1 else "( " + " | ".join(alts) + " )"
 
-        return extra, distinct_in_classes
+        return extra, distinct_in_classes, parts
 
 
 # Most classes of undeclared keys (subsets of patternProperties groups that a key may match)

@@ -11,9 +11,10 @@ Out: the grammar of the object: declared members in schema order, each optional 
 With ``property_order="any"`` (SchemaOptions.any_order) an object is instead one keyed member
 group (``%keyed``, cpp/keyed.hpp): declared members in any order, each at most once, required
 ones, dependencies and the counts enforced by the matcher's seen-key set (and its count of
-undeclared members). It keeps schema order where that set cannot be exact (keyed_refusal): a
-``minProperties`` that may need two undeclared members (their keys are not remembered, so a
-repeated one would count twice), dependencies beside binding ``minProperties`` and
+undeclared members; where ``minProperties`` may need two of those, their keys too:
+``%key(...)``). It keeps schema order where that set cannot be exact (keyed_refusal): such a
+``minProperties`` when some key class has a prefix with finitely many continuations (a
+repeated key could be a dead end there), dependencies beside binding ``minProperties`` and
 ``maxProperties`` on an object of more than 16 properties that allows no undeclared ones,
 ``maxProperties: 0``.
 
@@ -194,7 +195,9 @@ class ObjectsMixin(ConverterCore):
                 )
                 continue
             generated.append((name, f"{self.jstr(re.escape(name))} {colon} {value}", is_req))
-        extra, distinct = self.extra_members(schema, pointer, addl, pattern_props, keys, names, colon)
+        extra, distinct, key_parts = self.extra_members(
+            schema, pointer, addl, pattern_props, keys, names, colon
+        )
         # A key whose dependency can never be present can never be present itself.
         present = {name for name, _, _ in generated}
         changed = True
@@ -244,9 +247,22 @@ class ObjectsMixin(ConverterCore):
         count_lo = lo if lo > n_required else 0
         count_hi = hi if hi is not None and (extra is not None or hi < len(members)) else None
         if self.opt.any_order and len(members) + (extra is not None) >= 2:
+            # A minimum that two or more undeclared members may be needed for counts them
+            # exactly only when no two can share a key: the group then remembers them.
+            remembered = None
+            if extra is not None and count_lo > n_required + 1:
+                remembered = self.remembered_extra(key_parts)
             why = self.keyed_refusal(
-                dep_index, count_lo, count_hi, n_required, extra is not None, len(members)
+                dep_index,
+                count_lo,
+                count_hi,
+                n_required,
+                extra is not None,
+                len(members),
+                remembered is not None,
             )
+            if remembered is not None:
+                extra = remembered
             if why is None:
                 if dep_index and count_hi is not None and extra is None and count_lo > n_required:
                     required_idx = {i for i, (_, _, r) in enumerate(members) if r}
@@ -331,14 +347,17 @@ class ObjectsMixin(ConverterCore):
         n_required: int,
         has_extra: bool,
         n_members: int,
+        remembers_keys: bool = False,
     ) -> str | None:
         """Why an object cannot be a keyed member group (then it keeps schema order), or None.
 
-        The group counts undeclared members as written, and two with the same key count twice
-        (the matcher does not remember undeclared keys), so a ``minProperties`` that may need
-        two or more undeclared members would accept ``{"x": 1, "x": 2}`` for two properties:
-        there the schema-order machine, whose needed undeclared keys cannot repeat, is kept.
-        One undeclared member beside the required ones is exact (it is a new key). For
+        The group counts undeclared members as written, so a ``minProperties`` that may need
+        two or more undeclared members is exact only when the group remembers their keys
+        (``remembers_keys``: ``%key(...)``, possible when every key class has infinitely many
+        continuations after each prefix) and refuses a repeated one; otherwise
+        ``{"x": 1, "x": 2}`` would count as two properties, and the schema-order machine, whose
+        needed undeclared keys cannot repeat, is kept. One undeclared member beside the required
+        ones is exact (it is a new key). For
         ``maxProperties`` counting as written is exact on objects whose keys are distinct,
         which is what the mask allows of declared keys too. Dependencies beside a binding
         ``maxProperties`` are exact (keyed.hpp); without undeclared members to pad up to a
@@ -346,7 +365,7 @@ class ObjectsMixin(ConverterCore):
         from a table over the subsets of the properties, so at most ``kMaxFitKeys`` (16)."""
         if hi == 0:
             return "maxProperties is 0"
-        if has_extra and lo > n_required + 1:
+        if has_extra and lo > n_required + 1 and not remembers_keys:
             return (
                 "minProperties may need two or more undeclared properties, which the matcher "
                 "cannot tell from one repeated key"
@@ -357,6 +376,25 @@ class ObjectsMixin(ConverterCore):
                 "properties need the counting machine"
             )
         return None
+
+    def remembered_extra(self, key_parts: list[tuple[str, str]]) -> str | None:
+        """The undeclared member with each class's key marked ``%key(...)`` (cpp/keyed.hpp: the
+        matcher remembers the keys and refuses a repeated one), or None when some key class
+        has a prefix with finitely many continuations (there a refused key could leave nothing
+        to write) or is too big to tell."""
+        from corral import _native
+        from corral import errors as corral_errors
+
+        if not key_parts:
+            return None
+        for key, _ in key_parts:
+            try:
+                if _native.probe_open_ended(key, self.opt.max_product_states, {}, True) != 1:
+                    return None
+            except corral_errors.CompileError:
+                return None
+        members = [f"%key( {key} ) {rest}" for key, rest in key_parts]
+        return members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
 
     def any_order_object(
         self,
@@ -392,9 +430,12 @@ class ObjectsMixin(ConverterCore):
         for key in ("properties", "required", "additionalProperties"):
             if key in schema:
                 self.note(_ptr(pointer, key), key, "enforced")
+        remembers = extra is not None and extra.lstrip("( ").startswith("%key(")
         for key in ("minProperties", "maxProperties"):
             if key in schema:
-                self.note(_ptr(pointer, key), key, "enforced")
+                why = "undeclared keys remembered: none may repeat" if remembers else ""
+                why = why if key == "minProperties" else ""
+                self.note(_ptr(pointer, key), key, "enforced", why)
         for key, detail in dep_keywords.items():
             if detail is None:
                 self.note(_ptr(pointer, key), key, "enforced")
