@@ -500,10 +500,11 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
   // that go on from an open item's state (the item predicted at its start included) are found
   // per step by a walk of the vocabulary (dead_prefix_tokens).
   table_.assign(g.terminals.size(), nullptr);
-  for (const KeyedGroup& kg : g.keyed) {
-    if (!kg.distinct()) continue;
-    const std::uint32_t small = kg.max_count == 0 ? kMaxDistinctItems : kg.max_count - 1;
-    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(kg.value_nt)]) {
+  for (const std::int32_t vnt : item_nts) {
+    const KeyedGroup& kg = g.keyed[static_cast<std::size_t>(g.value_group_of[static_cast<std::size_t>(vnt)])];
+    // (a keyed group's max counts its declared members too: it bounds no key's values)
+    const std::uint32_t small = kg.max_count == 0 || !kg.distinct() ? kMaxDistinctItems : kg.max_count - 1;
+    for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(vnt)]) {
       const auto pr = static_cast<std::uint32_t>(prod);
       const Symbol only = g.rhs_flat[g.rhs_begin[pr]];
       if (g.rhs_len(pr) != 1 || !only.is_terminal() || g.terminals[static_cast<std::size_t>(only.index())].is_token)
@@ -517,7 +518,7 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
       // byte that may come before an item followed by one the item may start with.
       {
         const Dfa& d = *dfas[only.index()];
-        const ByteSet& before = precede[static_cast<std::size_t>(kg.value_nt)];
+        const ByteSet& before = precede[static_cast<std::size_t>(vnt)];
         for (int c = 0; c < 256; ++c) {
           if (d.next(d.start(), static_cast<std::uint8_t>(c)) < 0) continue;
           for (int b = 0; b < 256; ++b)
@@ -583,8 +584,7 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
       const Item& it = p.item(i);
       const std::int32_t t = p.scanning_terminal(it);
       if (t < 0 || it.dstate < 0 || table_[static_cast<std::size_t>(t)] == nullptr) continue;
-      const std::int32_t vg = p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)];
-      if (vg < 0 || !p.grammar().keyed[static_cast<std::size_t>(vg)].distinct()) continue;
+      if (p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)] < 0) continue;
       dead_prefix_tokens(p, it, t, vocab, row, extra);
     }
   }

@@ -49,6 +49,11 @@
 // Other finite items (several terminals) may still reach a dead end; the JSON Schema converter writes `%distinct` only for exact items and with a
 // finite max (grammar/json_schema/unique_items.py: at most SchemaOptions.max_unique_items),
 // which bounds the memory.
+// The keys a %keyed group remembers (keyed.hpp: `%key(...)`) are items of the same kind: their
+// nonterminals are value nonterminals of the keyed group (value_group_of), their held values a
+// ValueSets id inside the group's key set, and this correction replays the tokens that may
+// close one; a key opened inside the token (after a value: `1,"a"`) and closed there is an
+// open_close_ token, replayed whenever any value is held.
 // Completions: distinct_completion repairs the parser's shortest completion wherever it would
 // close a duplicate, by writing the smallest other allowed byte first (inside a string: a space).
 #pragma once

@@ -471,8 +471,9 @@ void EarleyParser::waiting_value_sets(const Item& it, std::vector<std::uint32_t>
   out.clear();
   const std::int32_t lhs = g_->productions[it.prod].lhs;
   const std::int32_t vg = g_->value_group_of[static_cast<std::size_t>(lhs)];
-  if (vg < 0 || !g_->keyed[static_cast<std::size_t>(vg)].distinct()) return;  // (keys: never counted)
-  const std::int32_t group_nt = g_->keyed[static_cast<std::size_t>(vg)].nt;
+  if (vg < 0) return;
+  const KeyedGroup& kg = g_->keyed[static_cast<std::size_t>(vg)];
+  const std::int32_t group_nt = kg.nt;
   const std::size_t ob = set_start_[it.origin];
   const std::size_t oe = it.origin + 1 < set_start_.size() ? set_start_[it.origin + 1] : items_.size();
   for (std::size_t j = ob; j < oe; ++j) {
@@ -480,7 +481,8 @@ void EarleyParser::waiting_value_sets(const Item& it, std::vector<std::uint32_t>
     const std::uint32_t pos = g_->rhs_begin[p.prod] + p.dot;
     if (pos >= g_->rhs_begin[p.prod + 1] || g_->productions[p.prod].lhs != group_nt) continue;
     const Symbol s = g_->rhs_flat[pos];
-    if (!s.is_terminal() && s.index() == lhs) out.push_back(p.aux);
+    // (a keyed group's held keys are a ValueSets id inside its key set: keyed.hpp)
+    if (!s.is_terminal() && s.index() == lhs) out.push_back(kg.distinct() ? p.aux : keys_.counter(p.aux, kg.held_at()));
   }
 }
 

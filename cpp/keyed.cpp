@@ -6,6 +6,7 @@
 
 #include "distinct.hpp"
 #include "errors.hpp"
+#include "item_values.hpp"
 
 namespace corral {
 namespace {
@@ -409,9 +410,20 @@ void finalize_keyed(Grammar& g) {
       const bool one = rhs != nullptr && rhs->size() == 1 && only.is_terminal() &&
                        !g.terminals[static_cast<std::size_t>(only.index())].is_token &&
                        !g.terminals[static_cast<std::size_t>(only.index())].is_slot;
-      if (!one || !every_prefix_open_ended(g.terminals[static_cast<std::size_t>(only.index())].dfa, true))
-        throw CompileError(name + ": a %key(...) must be one regular expression with infinitely many continuations "
-                                  "after every prefix of a key (so a repeated key can always become another)");
+      // Exact when every open key prefix has infinitely many values (a refused close is then
+      // the only dead end), or when the key is a JSON string whose values item_values.hpp
+      // counts (its dead prefixes are refused like a %distinct item's) and has infinitely
+      // many of them (so the group never holds them all).
+      bool exact = one && every_prefix_open_ended(g.terminals[static_cast<std::size_t>(only.index())].dfa, true);
+      if (one && !exact) {
+        const ItemValues iv = analyse_item_values(g.terminals[static_cast<std::size_t>(only.index())].dfa,
+                                                  kMaxDistinctItems + 1, kMaxDistinctItems);
+        exact = iv.ok && !iv.numeric && iv.total > kMaxDistinctItems;
+      }
+      if (!exact)
+        throw CompileError(name + ": a %key(...) must be one JSON string expression with infinitely many values, "
+                                  "whose every prefix has infinitely many continuations or whose values can be "
+                                  "counted (so a repeated key can always become another)");
     }
   }
   for (std::size_t p = 0; p < g.productions.size(); ++p) {

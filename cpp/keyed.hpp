@@ -51,7 +51,10 @@
 // (masks are computed with value checks off and corrected after, as for %distinct groups: the
 // correction replays tokens that may close a key, and those that may open one after a value
 // and close it). A repeated key must always have another way on, so each K is one terminal
-// whose every prefix but a closed key has infinitely many continuations (checked: CompileError).
+// with infinitely many values whose every prefix but a closed key has infinitely many
+// continuations, or whose values item_values.hpp counts (then a prefix whose every completion
+// the group holds is refused, as for a %distinct item: `"x\n` with "x\n" held, the one final
+// newline a `$`-anchored pattern allows); checked, CompileError otherwise.
 //
 // Why it stays bounded: the grammar is linear in the keys; a parser set holds, per item, one
 // extra 32-bit id; the KeySets table grows by at most one set per member completion the parser

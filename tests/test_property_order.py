@@ -109,6 +109,13 @@ DEPENDENT_FITS = {
 # minProperties that two undeclared members may be needed for (cpp/keyed.hpp `%key(...)`: the
 # group remembers undeclared keys, so a repeated one is refused and the count is exact).
 REMEMBERED = {**TYPED_EXTRA, "minProperties": 3}
+# ... also for a `$`-anchored pattern (Python's `$` allows one final newline: after `"z1\n` only
+# the closing quote may follow, a dead end when "z1\n" is held, refused like a distinct item's).
+REMEMBERED_ANCHORED = {
+    **PATTERNED,
+    "patternProperties": {"^z[0-9]+$": {"type": "boolean"}},
+    "minProperties": 3,
+}
 COUNTED_SCHEMAS = [
     DEPENDENT,
     DRAFT7_DEPENDENCIES,
@@ -120,6 +127,7 @@ COUNTED_SCHEMAS = [
     DEPENDENT_MAX,
     DEPENDENT_FITS,
     REMEMBERED,
+    REMEMBERED_ANCHORED,
 ]
 
 
@@ -172,6 +180,14 @@ PAIRS: dict[int, list[tuple[str, str]]] = {
     id(DEPENDENT_MIN): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0")],
     id(DEPENDENT_MAX): [("card", "1"), ("addr", '"a"'), ("zip", '"z"'), ("w", "0"), ("$schema", '"s"')],
     id(DEPENDENT_FITS): [("a", "1"), ("b", "2"), ("c", "3"), ("d", "null"), ("e", "5")],
+    id(REMEMBERED_ANCHORED): [
+        ("y", "1"),
+        ("z1", "true"),
+        ("z1", "false"),
+        ("z1\n", "true"),
+        ("z22", "false"),
+        ("x", "3"),
+    ],
     id(REMEMBERED): [("id", "1"), ("w", "2.5"), ("kind", '"u"'), ("$schema", "3"), ("w", "4"), ("v", '"s"')],
 }
 
@@ -250,13 +266,12 @@ def test_pretty_layout_any_order() -> None:
 
 
 def test_counts_the_matcher_cannot_make_exact_keep_schema_order_and_say_so() -> None:
-    """minProperties that two undeclared members may be needed for, when their keys have a
-    prefix with finitely many continuations (a `$`-anchored pattern: Python's `$` allows one
-    final newline, after which only the closing quote may follow), and dependencies beside
-    binding counts over more than 16 properties with no undeclared ones (past the engine's
-    table), keep schema order."""
+    """minProperties that two undeclared members may be needed for, when a class of their keys
+    is finite (20 keys here: a group holding them all could not start another), and
+    dependencies beside binding counts over more than 16 properties with no undeclared ones
+    (past the engine's table), keep schema order."""
     tok = byte_tokenizer()
-    schema = {**PATTERNED, "patternProperties": {"^z[0-9]+$": {"type": "boolean"}}, "minProperties": 3}
+    schema = {**PATTERNED, "patternProperties": {"^z[0-9]$": {"type": "boolean"}}, "minProperties": 3}
     g = corral.compile_json_schema(schema, tok, property_order="any")
     assert any("cannot tell from one repeated key" in e.detail for e in g.report.entries)
     assert _accepts(g, '{"x": 1, "y": 2, "z1": true}')
@@ -412,6 +427,11 @@ def test_dependency_and_count_near_misses_refused_in_the_mask(request: pytest.Fi
         assert index[b'"'] not in after and index[b"w"] in after
         assert index[b'"'] in allowed_after(g, '{"w": 0, "id": 1, "v')
         assert close not in allowed_after(g, '{"w": 0, "id": 1')
+        # The anchored class: with "z1\n" held, the escape's `n` after `"z1\` could only
+        # close it, so it is refused; "z1\u0030" ("z10") is not.
+        g = corral.compile_json_schema(REMEMBERED_ANCHORED, tok, extra_properties="spec")
+        after = allowed_after(g, '{"y": 1, "z1\\n": true, "z1\\')
+        assert index[b"n"] not in after and index[b"u"] in after
 
 
 def _assert_every_token_allowed(g: Any, tok: corral.Tokenizer, mask: Any, texts: list[str]) -> None:
@@ -429,7 +449,15 @@ def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.Fi
     """Every token of canonically tokenized valid instances (keys in every order) is allowed."""
     for tok in _real_tokenizers(request):
         mask = corral.allocate_bitmask(1, tok)
-        for schema in (DEPENDENT, COUNTED, DRAFT7_DEPENDENCIES, DEPENDENT_MAX, DEPENDENT_FITS, REMEMBERED):
+        for schema in (
+            DEPENDENT,
+            COUNTED,
+            DRAFT7_DEPENDENCIES,
+            DEPENDENT_MAX,
+            DEPENDENT_FITS,
+            REMEMBERED,
+            REMEMBERED_ANCHORED,
+        ):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec")
             texts = [t for t in _instances(schema, limit=2000) if _valid(schema, t)][:10]
             assert len(texts) >= 5
@@ -438,7 +466,16 @@ def test_valid_dependency_and_count_instances_never_forbidden(request: pytest.Fi
 
 def test_random_walks_produce_only_valid_instances(request: pytest.FixtureRequest) -> None:
     for tok in _real_tokenizers(request):
-        for schema in (PERSON, PATTERNED, DEPENDENT, COUNTED, DEPENDENT_MAX, DEPENDENT_FITS, REMEMBERED):
+        for schema in (
+            PERSON,
+            PATTERNED,
+            DEPENDENT,
+            COUNTED,
+            DEPENDENT_MAX,
+            DEPENDENT_FITS,
+            REMEMBERED,
+            REMEMBERED_ANCHORED,
+        ):
             g = corral.compile_json_schema(schema, tok, extra_properties="spec", escapes="canonical")
             rng = random.Random(11)
             for _ in range(5):

@@ -322,6 +322,11 @@ const char* kKeysNested = R"G(root ::= "{" body "}"
 body ::= %keyed{3,}(","; "\"A\":" v, "\"B\":" [0-9]; %key("\"" [a-z]+ "\"") ":" v)
 v ::= "0" | "[" v "]")G";
 
+// A `$`-anchored key (Python's `$` allows one final newline): after `"x\n` only the closing quote
+// may follow, so with "x\n" held that prefix is a dead end, refused like a %distinct item's.
+const char* kKeysAnchored = R"G(root ::= "{" body "}"
+body ::= %keyed{3,}(","; "\"A\":" [0-9]; %key("\"" /[a-z]+\n?/j "\"") ":" [0-9]))G";
+
 // (`classes`: keys from y on take the value t, as kKeyClasses says)
 std::string key_object(const std::vector<std::string>& keys, bool classes = false) {
   std::string s = "{";
@@ -385,7 +390,20 @@ TEST(keyed_remembered_keys_masks_match_parser) {
       EXPECT(std::find(al.begin(), al.end(), dup) == al.end() || !held);
     }
   }
-  for (const char* grammar : {kKeys, kKeyClasses, kKeysNested}) {
+  {
+    auto g = compile_grammar(kKeysAnchored, "root", key_vocab(), Limits{});
+    for (const char* prefix : {"{\"A\":1,\"x\\n\":2,\"x", "{\"A\":1,\"x\\n\":2,\"x\\", "{\"x\\n\":2,\"x", "{\"x\":1,\"", "{"}) {
+      Matcher m(g);
+      EXPECT(m.accept_bytes(prefix));
+      EXPECT(corral_test::allowed(m) == corral_test::accepted_one_by_one(m));
+    }
+    Matcher m(g);  // the escape's `n` is refused: it could only close a held key
+    EXPECT(m.accept_bytes("{\"A\":1,\"x\\n\":2,\"x\\"));
+    Matcher n = m, t = m;
+    EXPECT(!n.accept_bytes("n"));
+    EXPECT(t.accept_bytes("u0061\":3}") && t.is_accepting());  // "xa"
+  }
+  for (const char* grammar : {kKeys, kKeyClasses, kKeysNested, kKeysAnchored}) {
     auto g = compile_grammar(grammar, "root", key_vocab(), Limits{});
     auto loaded = load_artifact(to_artifact(*g), key_vocab());
     for (unsigned seed = 1; seed <= 30; ++seed) {

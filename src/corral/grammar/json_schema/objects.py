@@ -13,8 +13,8 @@ group (``%keyed``, cpp/keyed.hpp): declared members in any order, each at most o
 ones, dependencies and the counts enforced by the matcher's seen-key set (and its count of
 undeclared members; where ``minProperties`` may need two of those, their keys too:
 ``%key(...)``). It keeps schema order where that set cannot be exact (keyed_refusal): such a
-``minProperties`` when some key class has a prefix with finitely many continuations (a
-repeated key could be a dead end there), dependencies beside binding ``minProperties`` and
+``minProperties`` when some key class is finite (the group could hold all of its keys),
+dependencies beside binding ``minProperties`` and
 ``maxProperties`` on an object of more than 16 properties that allows no undeclared ones,
 ``maxProperties: 0``.
 
@@ -42,6 +42,9 @@ from corral.grammar.json_schema.util import _count, _NoValue, _ptr
 # Most declared properties of an any-order object with dependencies, a binding maxProperties
 # and a binding minProperties but no undeclared properties (cpp/keyed.hpp kMaxFitKeys).
 _MAX_FIT_KEYS = 16
+# Most values a group remembers (cpp/distinct.hpp kMaxDistinctItems): a key class counted
+# above it has, for the engine, infinitely many keys.
+_MAX_REMEMBERED = 4096
 
 
 def _closed_set_fits(n: int, deps: dict[int, set[int]], required: set[int], lo: int, hi: int) -> bool:
@@ -354,7 +357,7 @@ class ObjectsMixin(ConverterCore):
         The group counts undeclared members as written, so a ``minProperties`` that may need
         two or more undeclared members is exact only when the group remembers their keys
         (``remembers_keys``: ``%key(...)``, possible when every key class has infinitely many
-        continuations after each prefix) and refuses a repeated one; otherwise
+        keys the engine can tell apart: remembered_extra) and refuses a repeated one; otherwise
         ``{"x": 1, "x": 2}`` would count as two properties, and the schema-order machine, whose
         needed undeclared keys cannot repeat, is kept. One undeclared member beside the required
         ones is exact (it is a new key). For
@@ -380,19 +383,25 @@ class ObjectsMixin(ConverterCore):
     def remembered_extra(self, key_parts: list[tuple[str, str]]) -> str | None:
         """The undeclared member with each class's key marked ``%key(...)`` (cpp/keyed.hpp: the
         matcher remembers the keys and refuses a repeated one), or None when some key class
-        has a prefix with finitely many continuations (there a refused key could leave nothing
-        to write) or is too big to tell."""
+        has finitely many keys, or a prefix with finitely many continuations whose values the
+        engine cannot count (there a refused key could leave nothing to write), or is too big
+        to tell."""
         from corral import _native
         from corral import errors as corral_errors
 
         if not key_parts:
             return None
         for key, _ in key_parts:
+            # Every prefix open-ended, or values the engine counts (item_values.hpp: a dead
+            # prefix such as `"x\n` with "x\n" held is refused) and infinitely many of them.
             try:
-                if _native.probe_open_ended(key, self.opt.max_product_states, {}, True) != 1:
-                    return None
+                if _native.probe_open_ended(key, self.opt.max_product_states, {}, True) == 1:
+                    continue
+                if _native.probe_item_values(key, self.opt.max_product_states, {}) > _MAX_REMEMBERED:
+                    continue
             except corral_errors.CompileError:
-                return None
+                pass
+            return None
         members = [f"%key( {key} ) {rest}" for key, rest in key_parts]
         return members[0] if len(members) == 1 else "( " + " | ".join(members) + " )"
 

@@ -67,10 +67,9 @@ class SchemaOptions:
         the matcher remembers the keys each open object has seen, so the grammar stays linear in
         the number of properties). ``None`` (default): ``"any"`` with
         ``extra_properties="spec"``, else ``"schema"``. Objects whose ``minProperties`` may
-        need two or more undeclared properties of a key class with finitely many continuations
-        after some prefix (a ``$``-anchored pattern), or that combine dependencies with both
-        counts over more than 16 properties and no undeclared ones, keep schema order
-        (reported as a note).
+        need two or more undeclared properties of a finite key class (``"^z[0-9]$"``), or that
+        combine dependencies with both counts over more than 16 properties and no undeclared
+        ones, keep schema order (reported as a note).
     strict : bool
         ``True``: a keyword the grammar cannot enforce is an error. ``False`` (default): it is
         checked after decoding and listed in the report; unknown ``format`` names are then plain
