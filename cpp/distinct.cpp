@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 
 #include "earley.hpp"
 #include "errors.hpp"
@@ -415,6 +416,7 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
   auto has = [](const ByteSet& set, int b) { return (set[static_cast<std::size_t>(b >> 6)] >> (b & 63) & 1) != 0; };
   const std::vector<ByteSet> follow = neighbour_bytes(g, dfas, false);
   const std::vector<ByteSet> precede = neighbour_bytes(g, dfas, true);
+  keys_only_ = std::none_of(g.keyed.begin(), g.keyed.end(), [](const KeyedGroup& k) { return k.distinct(); });
   // The item nonterminals: a distinct group's item, or the keys a keyed group remembers
   // (keyed.hpp: `%key(...)`, each read right inside the group's undeclared-member productions).
   std::vector<std::int32_t> item_nts;
@@ -555,8 +557,25 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
     }
     if (n >= 1) one_.push_back(id);
     if (n >= 2) two_.push_back(id);
-    if (open_close) open_close_.push_back(id);
+    if (open_close) {
+      open_close_.push_back(id);
+      // The keys it may spell: from each place a key may open, to the next unescaped quote.
+      std::vector<ValueHash> keys;
+      for (std::size_t i = 0; i < bytes.size(); ++i) {
+        const bool at = i == 0 ? key_first[static_cast<std::uint8_t>(bytes[0])]
+                               : opens[static_cast<std::size_t>(static_cast<std::uint8_t>(bytes[i - 1])) * 256 +
+                                       static_cast<std::uint8_t>(bytes[i])];
+        if (!at) continue;
+        std::size_t j = i + 1;
+        while (j < bytes.size() && bytes[j] != '"') j += bytes[j] == '\\' ? 2 : 1;
+        if (j < bytes.size()) keys.push_back(value_hash(bytes.substr(i, j + 1 - i)));
+      }
+      open_close_keys_.push_back(std::move(keys));
+    }
   }
+  keys_only_ = keys_only_ && keys_;
+  is_two_.assign(vocab.size(), false);
+  for (std::int32_t t : two_) is_two_[static_cast<std::size_t>(t)] = true;
 }
 
 void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const {
@@ -575,9 +594,19 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
   const std::vector<std::int32_t>& base = remembered || counted_ ? one_ : two_;
   std::vector<std::int32_t> extra;
   if (keys_ && !remembered) {
-    bool any = false;
-    for (const ValueSets::Entry& e : p.values().entries) any = any || e.value.known();
-    if (any) extra = open_close_;
+    // A key opened and closed inside the token can only be refused when it spells a value some
+    // group holds: only those tokens are replayed (an unknown spelling: always).
+    struct Hash {
+      std::size_t operator()(const ValueHash& v) const { return static_cast<std::size_t>(v.h1 ^ (v.h2 * 0x9E3779B97F4A7C15ull)); }
+    };
+    std::unordered_set<ValueHash, Hash> held;
+    for (const ValueSets::Entry& e : p.values().entries)
+      if (e.value.known()) held.insert(e.value);
+    for (std::size_t i = 0; !held.empty() && i < open_close_.size(); ++i) {
+      bool maybe = false;
+      for (const ValueHash& v : open_close_keys_[i]) maybe = maybe || !v.known() || held.count(v) != 0;
+      if (maybe) extra.push_back(open_close_[i]);
+    }
   }
   if (counted_ && remembered) {
     for (std::size_t i = p.cur_begin(); i < p.cur_end(); ++i) {
@@ -588,6 +617,44 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
       dead_prefix_tokens(p, it, t, vocab, row, extra);
     }
   }
+  // Keys open at the token's start in a grammar whose only remembered values are keys (no
+  // %distinct group, no counted key): a token with one place a close could be refused can only
+  // be refused there by the open key closing with a held value (another key would first need
+  // this one closed: a second place). That is read directly, the key's automaton run over the
+  // token and the text it closes with looked up, instead of replaying the token.
+  struct OpenKey {
+    const Dfa* d;
+    std::int32_t state;
+    std::string text;
+    std::vector<std::uint32_t> held;
+  };
+  std::vector<OpenKey> open;
+  bool direct = keys_only_ && remembered && !counted_;
+  for (std::size_t i = p.cur_begin(); direct && i < p.cur_end(); ++i) {
+    const Item& it = p.item(i);
+    if (p.grammar().value_group_of[static_cast<std::size_t>(p.grammar().productions[it.prod].lhs)] < 0) continue;
+    const std::int32_t t = p.scanning_terminal(it);
+    if (t < 0 || it.dstate < 0) continue;
+    OpenKey k{p.dfas()[t], it.dstate, {}, {}};
+    direct = p.item_text(it.origin, k.text);
+    p.waiting_value_sets(it, k.held);
+    open.push_back(std::move(k));
+  }
+  direct = direct && !open.empty();
+  auto may_refuse = [&](std::int32_t t) {
+    const std::string_view bytes = vocab.bytes(t);
+    for (const OpenKey& k : open) {
+      std::int32_t st = k.state;
+      for (std::size_t i = 0; i < bytes.size() && st >= 0; ++i) {
+        st = k.d->next(st, static_cast<std::uint8_t>(bytes[i]));
+        if (st < 0 || !k.d->accepting(st)) continue;
+        const ValueHash v = value_hash(k.text + std::string(bytes.substr(0, i + 1)));
+        for (std::uint32_t s : k.held)
+          if (p.values().has(s, v)) return true;
+      }
+    }
+    return false;
+  };
   const bool was = p.check_values();
   p.set_check_values(true);
   const std::size_t mark = p.num_sets();
@@ -595,6 +662,7 @@ void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::ui
   for (std::size_t k = 0; k < base.size() + extra.size(); ++k) {
     const std::int32_t t = k < base.size() ? base[k] : extra[k - base.size()];
     if (!(row[static_cast<std::size_t>(t) >> 5] >> (t & 31) & 1u)) continue;
+    if (direct && k < base.size() && !is_two_[static_cast<std::size_t>(t)] && !may_refuse(t)) continue;
     bool ok = true;
     try {
       for (char c : vocab.bytes(t))

@@ -182,7 +182,12 @@ class DistinctCorrection {
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
   bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
   bool keys_ = false;              // some keyed group remembers its undeclared keys (keyed.hpp)
+  bool keys_only_ = false;         // ... and no %distinct group exists
+  std::vector<bool> is_two_;       // per token: in two_
   std::vector<std::int32_t> open_close_;  // ... tokens that may open such a key and close it
+  // ... and per such token, the values of the keys it may open and close (the text from a
+  // quote that may open a key to the next unescaped quote: a JSON string key ends there)
+  std::vector<std::vector<ValueHash>> open_close_keys_;
   std::vector<std::unique_ptr<ItemValues>> owned_;
   std::vector<const ItemValues*> table_;  // per terminal (see item_values())
   bool counted_ = false;                  // some item has finitely many values somewhere
