@@ -11,12 +11,19 @@ Llama 3.2 tokenizer). Instances are masked random walks under the schema-order g
 * compile time (cold caches) and every mask fill along the schema-order instances (accepted by
   both), interleaved per schema in one run, with the ratio any / schema.
 
+``--census`` instead compiles every schema of every set in any order and counts the objects
+that keep schema order, by the reason the report gives; ``--remembered`` times the masks along
+instances of objects whose ``minProperties`` makes the matcher remember undeclared keys
+(``%key(...)``, cpp/keyed.hpp) beside the same objects with ``minProperties: 1``.
+
 Run:  python bench/bench_property_order.py [--per-set 8] [--walks 3] [--seed 1] [--clock cpu]
+      python bench/bench_property_order.py --census | --remembered
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import random
 import statistics
@@ -86,16 +93,91 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
+def census(tok: corral.Tokenizer) -> None:
+    """Objects that keep schema order under ``property_order="any"``, over every schema."""
+    reasons: collections.Counter[str] = collections.Counter()
+    compiled = failed = 0
+    for f in sorted(DATA.glob("*/*.json")):
+        try:
+            g = corral.compile_json_schema(
+                json.loads(f.read_text()), tok, extra_properties="spec", property_order="any"
+            )
+        except Exception:  # noqa: BLE001 - refused schemas are counted, not judged
+            failed += 1
+            continue
+        compiled += 1
+        for e in g.report.entries:
+            if "schema order only" in e.detail:
+                reasons[e.detail.split(":", 1)[1].strip()] += 1
+                print(f"  {f.parent.name}/{f.name} {e.pointer}: {e.detail}")
+    print(f"{compiled} schemas compiled ({failed} refused); objects in schema order: {sum(reasons.values())}")
+    for why, n in reasons.most_common():
+        print(f"  {n:5d}  {why}")
+
+
+REMEMBERED_CASES = {  # name: (schema without minProperties, instances)
+    "complement keys": (
+        {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "kind": {"type": "string"}},
+            "required": ["id"],
+        },
+        [
+            '{"zeta": 1, "id": 7, "alpha": "x", "beta": [1, 2], "kind": "k", "gamma": {"a": 1}}',
+            '{"id": 7, "a": 1, "b": 2, "c": 3, "d": "dd", "e": null}',
+        ],
+    ),
+    "$-anchored pattern keys": (
+        {
+            "type": "object",
+            "properties": {"monorepo": {"const": True}},
+            "patternProperties": {"^[a-z0-9\\-]+$": {"type": "boolean"}},
+            "additionalProperties": False,
+        },
+        [
+            '{"app-a": true, "monorepo": true, "app-b": false, "app-c": true}',
+            '{"x1": true, "x2": false, "x3": true, "x4": false, "x5": true}',
+        ],
+    ),
+}
+
+
+def remembered(tok: corral.Tokenizer) -> None:
+    """Masks along objects whose minProperties needs remembered undeclared keys (min 4), beside
+    the same objects with minProperties 1 (nothing to count or remember)."""
+    print(f"{'object':26}{'minProperties':>14}{'%key':>6}{'masks':>7}{'p50 us':>9}{'p90 us':>9}{'max us':>9}")
+    for name, (base, texts) in REMEMBERED_CASES.items():
+        for lo in (4, 1):
+            g = corral.compile_json_schema({**base, "minProperties": lo}, tok, extra_properties="spec")
+            times: list[float] = []
+            for _ in range(3):  # the first pass pays the cold frontiers: report the steady state
+                times.clear()
+                for text in texts:
+                    assert accepts(g, tok, text, times), (name, text)
+            row = [pct(times, q) * 1e6 for q in (0.5, 0.9, 1.0)]
+            flag = "%key(" in g.grammar_source
+            print(f"{name:26}{lo:>14}{flag!s:>6}{len(times):>7}" + "".join(f"{x:>9.1f}" for x in row))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-set", type=int, default=8)
     ap.add_argument("--walks", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--clock", default="wall", choices=sorted(CLOCK), help="cpu: the thread's CPU time")
+    ap.add_argument("--census", action="store_true", help="count the objects that keep schema order")
+    ap.add_argument("--remembered", action="store_true", help="masks of objects with remembered keys")
     args = ap.parse_args()
     global clock
     clock = CLOCK[args.clock]
     tok = corral.Tokenizer.from_file(models.llama32_tokenizer_path())
+    if args.census:
+        census(tok)
+        return
+    if args.remembered:
+        corral.compile_json_schema({"type": "object"}, tok)  # the vocabulary's one-time setup
+        remembered(tok)
+        return
     rng = random.Random(args.seed)
     corral.compile_json_schema({"type": "object"}, tok)  # the vocabulary's one-time setup
     orders = ("schema", "any")

@@ -109,14 +109,25 @@ ProbeResult probe_expression(std::string_view rhs, std::uint32_t max_states, con
 }
 
 int probe_open_ended(std::string_view rhs, std::uint32_t max_states, const Limits& limits, bool sinks_ok) {
-  const LoweredProbe p = lower_probe(rhs, max_states, limits);
-  if (!p.grammar) return p.kind == ProbeResult::Kind::TooBig ? -1 : 0;
-  const Terminal* only = nullptr;
-  for (const Terminal& t : p.grammar->terminals) {
-    if (t.is_token || t.is_slot || only != nullptr) return 0;
-    only = &t;
+  // The question is about the language, not about how a grammar splits it into terminals: an
+  // expression the lowering splits (a format's starred label group) is asked again with the
+  // merge threshold raised, so that it becomes one automaton (still within max_states).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Limits l = limits;
+    if (attempt == 1) l.max_nfa_states = std::max<std::uint32_t>(l.max_nfa_states, 1u << 20);
+    const LoweredProbe p = lower_probe(rhs, max_states, l);
+    if (!p.grammar) return p.kind == ProbeResult::Kind::TooBig ? -1 : 0;
+    const Terminal* only = nullptr;
+    bool several = false;
+    for (const Terminal& t : p.grammar->terminals) {
+      if (t.is_token || t.is_slot) return 0;
+      several = several || only != nullptr;
+      only = &t;
+    }
+    if (several) continue;
+    return only != nullptr && every_prefix_open_ended(only->dfa, sinks_ok) ? 1 : 0;
   }
-  return only != nullptr && every_prefix_open_ended(only->dfa, sinks_ok) ? 1 : 0;
+  return 0;
 }
 
 std::int64_t probe_item_values(std::string_view rhs, std::uint32_t max_states, const Limits& limits) {

@@ -449,7 +449,9 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
     for (std::int32_t prod : g.by_lhs[static_cast<std::size_t>(vnt)]) {
       const auto pr = static_cast<std::uint32_t>(prod);
       const Symbol last = g.rhs_flat[g.rhs_begin[pr + 1] - 1];
-      simple_ = simple_ && g.rhs_len(pr) == 1;
+      // (open_values finds a group from an item of its item: every position inside the item
+      // must be an item of the item's own productions, so they read terminals only)
+      for (std::uint32_t q = g.rhs_begin[pr]; q < g.rhs_begin[pr + 1]; ++q) simple_ = simple_ && g.rhs_flat[q].is_terminal();
       if (!last.is_terminal() || g.terminals[static_cast<std::size_t>(last.index())].is_token) {
         all();
         simple_ = false;
@@ -580,7 +582,7 @@ DistinctCorrection::DistinctCorrection(const Grammar& g, const Dfa* const* dfas,
 
 void DistinctCorrection::apply(EarleyParser& p, const Vocabulary& vocab, std::uint32_t* row) const {
   // With no value remembered by an open group, only a token that closes two items can hold a
-  // duplicate. Where the groups are is only known for single-terminal items: otherwise any
+  // duplicate. Where the groups are is only known for items that read terminals only: otherwise any
   // value remembered anywhere counts.
   bool remembered = false;
   if (simple_) {

@@ -180,7 +180,7 @@ class DistinctCorrection {
 
   std::vector<std::int32_t> one_;  // tokens with at least one place a close could be refused
   std::vector<std::int32_t> two_;  // ... with at least two (can close two items on their own)
-  bool simple_ = true;             // every group's item rule is one terminal (EarleyParser::open_values)
+  bool simple_ = true;             // every group's item rule reads terminals only (EarleyParser::open_values)
   bool keys_ = false;              // some keyed group remembers its undeclared keys (keyed.hpp)
   bool keys_only_ = false;         // ... and no %distinct group exists
   std::vector<bool> is_two_;       // per token: in two_

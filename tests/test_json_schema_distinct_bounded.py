@@ -186,8 +186,7 @@ def test_completions_find_the_values_left(prefix: bytes, llama32: corral.Tokeniz
 
 def test_what_stays_in_the_report(llama32: corral.Tokenizer) -> None:
     for items in (
-        {"type": "string", "format": "email"},  # (its automaton is several terminals)
-        {"type": "string", "format": "hostname"},
+        {"type": "string", "format": "ipv6"},  # (finite, and its automaton is several terminals)
         {"type": "string", "maxLength": 3, "not": {"const": "a"}},  # other keywords
     ):
         g = corral.compile_json_schema(_array(items, maxItems=3), llama32)

@@ -140,6 +140,15 @@ TEST(distinct_open_ended_probe) {
   EXPECT_EQ(probe_open_ended("/[a-z]+/j & /(?s:.){0,10}/j", 6000, l), 0);
   EXPECT_EQ(probe_open_ended("/a/j - /a/j", 6000, l), 0);  // empty
   EXPECT_EQ(probe_open_ended("/(?s:.){300}(?s:.)*/j", 3, l), -1);
+  // A hostname (format: labels of up to 63 characters, any number of them): the lowering splits
+  // the starred label group into terminals of their own, but the language is what is asked.
+  const char* host = "/[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*/j";
+  EXPECT_EQ(probe_open_ended(host, 6000, l), 1);
+  EXPECT_EQ(probe_open_ended("/[A-Za-z0-9]{1,63}/j", 6000, l), 0);  // bounded: finite
+  // sinks_ok: a quoted key, whose closing quote reads nothing more.
+  EXPECT_EQ(probe_open_ended("\"\\\"\" /[a-z]+/j \"\\\"\"", 6000, l), 0);
+  EXPECT_EQ(probe_open_ended("\"\\\"\" /[a-z]+/j \"\\\"\"", 6000, l, true), 1);
+  EXPECT_EQ(probe_open_ended("\"\\\"\" /[a-z]+\\n?/j \"\\\"\"", 6000, l, true), 0);  // "x\n then only "
 }
 
 TEST(distinct_language) {
@@ -339,4 +348,22 @@ n ::= /-?0(?:\.0+)?|(?:0|[1-4])\.[0-9]+|[1-4]|5(?:\.0+)?/)G";
     EXPECT(m.accept_bytes(rest) && m.is_accepting());
   }
   walks_without_dead_ends(g, 60, [](std::string_view b) { return b != "]" && b != "1]"; });
+}
+
+// An item the lowering splits into several terminals (a hostname: the starred label group is a
+// terminal of its own) whose every prefix still has infinitely many values: exact, the
+// correction finding the held values without the one-terminal shortcut (open_values).
+TEST(distinct_split_open_ended_items) {
+  const char* grammar = R"G(root ::= "[" items "]"
+items ::= %distinct{2,4}(","; "\"" /[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?)*/j "\""))G";
+  auto g = compile_grammar(grammar, "root", bounded_vocab(), Limits{});
+  const std::int32_t item = g->grammar().keyed[0].value_nt;
+  std::size_t longest = 0;
+  for (std::int32_t p : g->grammar().by_lhs[static_cast<std::size_t>(item)])
+    longest = std::max<std::size_t>(longest, g->grammar().rhs_len(static_cast<std::uint32_t>(p)));
+  EXPECT(longest > 1);  // (split: else this test would not be about split items)
+  EXPECT(accepts(g, "[\"a.b\",\"ab\"]"));
+  EXPECT(!accepts(g, "[\"a.b\",\"a.b\"]"));
+  EXPECT(!accepts(g, "[\"a.b\",\"a\\u002eb\"]"));  // the same value, the dot escaped
+  walks_without_dead_ends(g, 40, [](std::string_view b) { return b.size() > 1 || b == "\"" || b == "," || b == "a" || b == "."; });
 }
