@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -175,3 +175,32 @@ def unique_entry(g: corral.CompiledGrammar) -> corral.ReportEntry:
     """The grammar's one ``uniqueItems`` report entry."""
     (e,) = [e for e in g.report.entries if e.keyword == "uniqueItems"]
     return e
+
+
+def checked_walk(
+    g: corral.CompiledGrammar,
+    tok: corral.Tokenizer,
+    steps: int,
+    sample: list[int],
+    choose: Callable[[list[int]], int | None],
+) -> bytes:
+    """A walk of at most `steps` tokens, each `choose(allowed non-EOS ids)` (None: stop), with
+    the mask equal to the parser on `sample` (both directions) and never empty at every step;
+    then the shortest completion, which must complete the sentence. Returns the whole output."""
+    m = g.matcher()
+    mask = corral.allocate_bitmask(1, tok)
+    out = bytearray()
+    eos = set(tok.eos_ids)
+    for _ in range(steps):
+        mask_matches_accept(m, tok, sample=sample)
+        m.fill_next_token_bitmask(mask, 0)
+        ids = corral.allowed_tokens(mask[0], tok)
+        assert ids, f"dead end after {bytes(out)!r}"
+        t = choose([i for i in ids if i not in eos])
+        if t is None:
+            break
+        assert m.accept_token(t)
+        out += tok.token_bytes[t]
+    rest = m.shortest_completion()
+    assert m.accept_bytes(rest) and m.is_accepting()
+    return bytes(out) + rest

@@ -21,7 +21,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import accepts_text, mask_matches_accept, unique_entry
+from helpers import accepts_text, checked_walk, mask_matches_accept, unique_entry
 
 import corral
 
@@ -228,29 +228,20 @@ def test_random_walks_never_meet_a_dead_end(
     rng = random.Random(f"bounded/{tokenizer}/{name}")
     short = [i for i in range(tok.vocab_size) if len(tok.token_bytes[i]) <= 2 and i not in tok.eos_ids]
     quotes = [i for i in range(tok.vocab_size) if b'"' in tok.token_bytes[i]]
-    mask = corral.allocate_bitmask(1, tok)
+
+    def choose(non_eos: list[int]) -> int | None:
+        if not non_eos:
+            return None
+        # Short tokens, quotes half the time, and the array kept open while it can grow.
+        pick = [i for i in non_eos if len(tok.token_bytes[i]) <= 2 and b"]" not in tok.token_bytes[i]]
+        quoted = [i for i in pick if b'"' in tok.token_bytes[i]]
+        return rng.choice(quoted if quoted and rng.random() < 0.5 else pick or non_eos)
+
     lengths: list[int] = []
     for _ in range(4):
-        m = g.matcher()
-        out = bytearray()
-        for _ in range(40):
-            mask_matches_accept(m, tok, sample=quotes + short[:: max(1, len(short) // 300)])
-            m.fill_next_token_bitmask(mask, 0)
-            ids = corral.allowed_tokens(mask[0], tok)
-            assert ids, f"dead end after {bytes(out)!r}"
-            non_eos = [i for i in ids if i not in tok.eos_ids]
-            if not non_eos:
-                break
-            # Short tokens, quotes half the time, and the array kept open while it can grow.
-            pick = [i for i in non_eos if len(tok.token_bytes[i]) <= 2 and b"]" not in tok.token_bytes[i]]
-            quoted = [i for i in pick if b'"' in tok.token_bytes[i]]
-            t = rng.choice(quoted if quoted and rng.random() < 0.5 else pick or non_eos)
-            assert m.accept_token(t)
-            out += tok.token_bytes[t]
-        rest = m.shortest_completion()
-        assert m.accept_bytes(rest) and m.is_accepting()
-        value = json.loads(bytes(out) + rest)
-        assert validator.is_valid(value), (bytes(out), rest)
+        text = checked_walk(g, tok, 40, quotes + short[:: max(1, len(short) // 300)], choose)
+        value = json.loads(text)
+        assert validator.is_valid(value), text
         lengths.append(len(value))
     assert max(lengths) >= 2, lengths  # (the walks did write several items)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import accepts_text, mask_matches_accept, unique_entry
+from helpers import accepts_text, checked_walk, mask_matches_accept, unique_entry
 
 import corral
 
@@ -206,26 +206,16 @@ def test_random_walks_never_meet_a_dead_end(
     rng = random.Random(f"integers/{tokenizer}/{name}")
     short = [i for i in range(tok.vocab_size) if len(tok.token_bytes[i]) <= 2 and i not in tok.eos_ids]
     sample = short + list(range(0, tok.vocab_size, max(1, tok.vocab_size // 300)))
-    mask = corral.allocate_bitmask(1, tok)
+
+    def choose(ids: list[int]) -> int | None:
+        pick = [i for i in ids if len(tok.token_bytes[i]) <= 2]
+        pick = [i for i in pick if b"]" not in tok.token_bytes[i]] or pick
+        return rng.choice(pick) if pick else None
+
     lengths: list[int] = []
     for _ in range(3):
-        m = g.matcher()
-        out = bytearray()
-        for _ in range(60):
-            mask_matches_accept(m, tok, sample=sample)
-            m.fill_next_token_bitmask(mask, 0)
-            ids = corral.allowed_tokens(mask[0], tok)
-            assert ids, f"dead end after {bytes(out)!r}"
-            pick = [i for i in ids if i not in tok.eos_ids and len(tok.token_bytes[i]) <= 2]
-            pick = [i for i in pick if b"]" not in tok.token_bytes[i]] or pick
-            if not pick:
-                break
-            t = rng.choice(pick)
-            assert m.accept_token(t)
-            out += tok.token_bytes[t]
-        rest = m.shortest_completion()
-        assert m.accept_bytes(rest) and m.is_accepting()
-        value = json.loads(bytes(out) + rest)
-        assert validator.is_valid(value), (bytes(out), rest)
+        text = checked_walk(g, tok, 60, sample, choose)
+        value = json.loads(text)
+        assert validator.is_valid(value), text
         lengths.append(len(value))
     assert max(lengths) >= 4, lengths  # (the walks did write several items)

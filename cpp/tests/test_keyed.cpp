@@ -172,20 +172,26 @@ void check_language(const char* grammar, bool (*ok)(const std::vector<std::strin
   EXPECT(n_ok > 0);
 }
 
-void check_walks(const char* grammar) {
-  auto g = compile_grammar(grammar, "root", keyed_vocab(), Limits{});
-  auto loaded = load_artifact(to_artifact(*g), keyed_vocab());
-  for (unsigned seed = 1; seed <= 70; ++seed) {
+// Seeded random walks of the grammar and of its artifact side by side: at every step both
+// masks are equal and equal the parser token by token, and the shortest completion is a
+// sentence. With `prefer_from`, a pick below that token id is redrawn up to three times (to
+// favour a vocabulary's multi-byte tokens).
+void check_walks(const char* grammar, const std::shared_ptr<const Vocabulary>& vocab = keyed_vocab(), unsigned seeds = 70,
+                 int steps = 40, std::int32_t prefer_from = 0) {
+  auto g = compile_grammar(grammar, "root", vocab, Limits{});
+  auto loaded = load_artifact(to_artifact(*g), vocab);
+  for (unsigned seed = 1; seed <= seeds; ++seed) {
     std::mt19937 rng(seed);
     Matcher m(g), l(loaded);
-    for (int step = 0; step < 40 && !m.is_terminated(); ++step) {
+    for (int step = 0; step < steps && !m.is_terminated(); ++step) {
       const std::vector<std::int32_t> al = corral_test::allowed(m);
       EXPECT(al == corral_test::allowed(l));
       EXPECT(al == corral_test::accepted_one_by_one(m));
       Matcher done = m;
       EXPECT(done.accept_bytes(done.shortest_completion()) && done.is_accepting());
       if (al.empty()) break;
-      const std::int32_t t = al[rng() % al.size()];
+      std::int32_t t = al[rng() % al.size()];
+      for (int tries = 0; tries < 3 && t < prefer_from; ++tries) t = al[rng() % al.size()];
       EXPECT(m.accept_token(t));
       EXPECT(l.accept_token(t));
     }
@@ -403,27 +409,9 @@ TEST(keyed_remembered_keys_masks_match_parser) {
     EXPECT(!n.accept_bytes("n"));
     EXPECT(t.accept_bytes("u0061\":3}") && t.is_accepting());  // "xa"
   }
-  for (const char* grammar : {kKeys, kKeyClasses, kKeysNested, kKeysAnchored}) {
-    auto g = compile_grammar(grammar, "root", key_vocab(), Limits{});
-    auto loaded = load_artifact(to_artifact(*g), key_vocab());
-    for (unsigned seed = 1; seed <= 30; ++seed) {
-      std::mt19937 rng(seed);
-      Matcher m(g), l(loaded);
-      for (int step = 0; step < 30 && !m.is_terminated(); ++step) {
-        const std::vector<std::int32_t> al = corral_test::allowed(m);
-        EXPECT(al == corral_test::allowed(l));
-        EXPECT(al == corral_test::accepted_one_by_one(m));
-        Matcher done = m;
-        EXPECT(done.accept_bytes(done.shortest_completion()) && done.is_accepting());
-        if (al.empty()) break;
-        // Prefer the multi-byte tokens (keys written in one piece, repeated ones among them).
-        std::int32_t t = al[rng() % al.size()];
-        for (int tries = 0; tries < 3 && t < 95; ++tries) t = al[rng() % al.size()];
-        EXPECT(m.accept_token(t));
-        EXPECT(l.accept_token(t));
-      }
-    }
-  }
+  // Preferring the multi-byte tokens (ids from 95: keys written in one piece, repeated ones
+  // among them).
+  for (const char* grammar : {kKeys, kKeyClasses, kKeysNested, kKeysAnchored}) check_walks(grammar, key_vocab(), 30, 30, 95);
 }
 
 TEST(keyed_remembered_keys_errors) {
