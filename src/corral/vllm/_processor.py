@@ -39,8 +39,14 @@ from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
 from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.telemetry.quality import thinking_tokens
-from corral.tokenizer import Tokenizer, declared_eos_ids
-from corral.vllm._spec import RequestConstraint, check_spec, from_structured_outputs, parse_request
+from corral.vllm._adapter import load_tokenizer
+from corral.vllm._spec import (
+    BACKEND_NAME,
+    RequestConstraint,
+    check_spec,
+    from_structured_outputs,
+    parse_request,
+)
 from corral.vllm.metrics import quality_metrics
 
 if TYPE_CHECKING:
@@ -77,23 +83,6 @@ class _Row:
     hit: bool = False  # the compile cache had the constraint (or was compiling it)
 
 
-def load_tokenizer(vllm_config: VllmConfig) -> Tokenizer:
-    """corral's view of the served model's tokenizer: the HF tokenizer vLLM uses, at the width
-    of the model's logits, with EOS = the tokenizer's EOS plus the generation config's (the
-    tokens vLLM stops on)."""
-    import transformers
-
-    mc = vllm_config.model_config
-    hf = transformers.AutoTokenizer.from_pretrained(
-        mc.tokenizer, revision=mc.tokenizer_revision, trust_remote_code=mc.trust_remote_code
-    )
-    # vLLM stops on these itself, so they are the EOS ids exactly (policy: corral.tokenizer.eos).
-    gen_eos = mc.try_get_generation_config().get("eos_token_id")
-    eos = declared_eos_ids(getattr(hf, "eos_token_id", None), gen_eos)
-    width = max(int(mc.get_vocab_size()), len(hf))
-    return Tokenizer.from_hf(hf, width=width, eos_ids=eos or None)
-
-
 def validate_corral_params(sampling_params: SamplingParams) -> None:
     """Refuse malformed corral arguments at admission (ValueError → HTTP 400); with
     ``CORRAL_VLLM_STRUCTURED_OUTPUTS=1``, hand ``structured_outputs`` requests to corral. A
@@ -107,8 +96,10 @@ def validate_corral_params(sampling_params: SamplingParams) -> None:
 
 
 def _validate(sampling_params: SamplingParams) -> None:
-    spec = parse_request(sampling_params.extra_args)
     so = sampling_params.structured_outputs
+    if so is not None and getattr(so, "_backend", None) == BACKEND_NAME:
+        return  # corral's structured-output backend has it (checked by corral.vllm.plugin)
+    spec = parse_request(sampling_params.extra_args)
     if spec is not None and so is not None:
         raise ValueError(
             "corral: a request cannot ask for both corral's constraint and "

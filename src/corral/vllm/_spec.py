@@ -23,26 +23,37 @@ the client (vLLM turns it into an HTTP 400). Compiling goes through corral's one
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from corral.compile import Constraint, ConstraintSpec, compile_constraint, spec_from_args
+from corral.compile.vllm_fields import CONSTRAINT_FIELDS, OPTION_FIELDS, VLLMFieldError, constraint_args
 from corral.errors import CorralError, LimitExceeded
 from corral.grammar import bounded_json
 from corral.tokenizer import Tokenizer
 
 __all__ = [
+    "BACKEND_NAME",
     "KINDS",
+    "MARKER",
+    "OPTION_FIELDS",
     "RequestConstraint",
     "check_spec",
     "compile_spec",
+    "corral_args",
     "from_structured_outputs",
     "parse_request",
+    "request_from_key",
     "request_spec",
+    "routed_grammar",
 ]
 
-KINDS = ("json_schema", "regex", "grammar", "choices", "json", "tools", "structural_tags")
+BACKEND_NAME = "corral"
+"""The name ``--structured-outputs-config`` selects corral's structured-output backend by."""
+
+KINDS = ("json_schema", "regex", "grammar", "choices", "json", "json_object", "tools", "structural_tags")
 """The constraint kinds a request may give (exactly one)."""
 
 _OPTIONS = (
@@ -92,7 +103,7 @@ def _json_arg(name: str, value: Any) -> Any:
         raise ValueError(f"corral: {name} is not valid JSON text: {e}") from None
 
 
-def _args(extra_args: Mapping[str, Any] | None) -> dict[str, Any]:
+def corral_args(extra_args: Mapping[str, Any] | None) -> dict[str, Any]:
     """The corral arguments of a request, nested and flat forms merged (flat values decoded)."""
     if not extra_args:
         return {}
@@ -120,7 +131,7 @@ def parse_request(extra_args: Mapping[str, Any] | None) -> RequestConstraint | N
     Raises ValueError for a malformed request: an unknown key, two constraints at once, or a
     value of the wrong type.
     """
-    args = _args(extra_args)
+    args = corral_args(extra_args)
     if not args:
         return None
     unknown = sorted(set(args) - set(KINDS) - set(_OPTIONS))
@@ -162,25 +173,85 @@ def request_spec(extra_args: Mapping[str, Any] | None) -> ConstraintSpec | None:
     return None if r is None else r.spec
 
 
+MARKER = "\x00corral\n"
+"""How a request's corral arguments ride in vLLM's ``structured_outputs.grammar`` to the
+structured-output backend (whose ``compile_grammar`` sees only a kind and one string): the marker,
+then the arguments as JSON. A NUL byte starts no GBNF or Lark grammar, so nothing a client
+writes as a grammar is read this way by accident; and what is read this way is checked like
+any other corral request."""
+
+
 def from_structured_outputs(so: Any) -> dict[str, Any] | None:
     """corral's ``extra_args["corral"]`` for a vLLM ``StructuredOutputsParams`` (what
-    ``response_format`` and ``structured_outputs`` requests become), or None when corral has no
-    equivalent (an empty object)."""
+    ``response_format`` and ``structured_outputs`` requests become), or None when it sets no
+    constraint. Per-request options (``disable_any_whitespace``, ``whitespace_pattern``,
+    ``disable_additional_properties``) become schema options; one corral cannot follow is a
+    ValueError naming it (:mod:`corral.compile.vllm_fields`)."""
     if so is None:
         return None
-    if getattr(so, "json", None) is not None:
-        return {"json_schema": _json_arg("response_format json_schema", so.json)}
-    if getattr(so, "regex", None):
-        return {"regex": so.regex}
-    if getattr(so, "choice", None):
-        return {"choices": list(so.choice)}
-    if getattr(so, "grammar", None):
-        return {"grammar": so.grammar}
-    if getattr(so, "json_object", None):
-        return {"json": True}
-    if getattr(so, "structural_tag", None):
-        return {"structural_tags": _json_arg("structural_tag", so.structural_tag)}
-    return None
+    grammar = getattr(so, "grammar", None)
+    if isinstance(grammar, str) and grammar.startswith(MARKER):
+        routed = _json_arg("structured_outputs.grammar", grammar[len(MARKER) :])
+        if not isinstance(routed, Mapping) or not isinstance(routed.get("corral"), Mapping):
+            raise ValueError("corral: the routed request is not an object with corral arguments")
+        return dict(routed["corral"])
+    fields = {f: getattr(so, f, None) for f in (*CONSTRAINT_FIELDS, *OPTION_FIELDS)}
+    try:
+        return constraint_args(fields)
+    except VLLMFieldError as e:
+        raise ValueError(f"corral: {e}") from None
+
+
+_KEY_FIELD = {
+    "JSON": "json",
+    "JSON_OBJECT": "json_object",
+    "REGEX": "regex",
+    "CHOICE": "choice",
+    "GRAMMAR": "grammar",
+    "STRUCTURAL_TAG": "structural_tag",
+}
+
+
+def request_from_key(kind: str, text: str) -> tuple[RequestConstraint, int | None]:
+    """The request behind a vLLM structured-output key (``StructuredOutputOptions`` member name,
+    grammar string), as the backend's ``compile_grammar`` receives it, and the request's
+    ``max_tokens`` when the marker form carries it (None otherwise). Raises ValueError for a key
+    corral does not know or arguments that do not parse."""
+    field = _KEY_FIELD.get(kind)
+    if field is None:
+        raise ValueError(f"corral: unknown structured-output kind {kind!r}")
+    max_tokens: int | None = None
+    if field == "grammar" and text.startswith(MARKER):
+        routed = _json_arg("structured_outputs.grammar", text[len(MARKER) :])
+        if not isinstance(routed, Mapping) or not isinstance(routed.get("corral"), Mapping):
+            raise ValueError("corral: the routed request is not an object with corral arguments")
+        args: Any = routed["corral"]
+        budget = routed.get("max_tokens")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(
+                f"corral: the routed request's max_tokens must be a positive integer, got {budget!r}"
+            )
+        max_tokens = budget
+    else:
+        value: Any = True if field == "json_object" else text
+        try:
+            args = constraint_args({field: value})
+        except VLLMFieldError as e:
+            raise ValueError(f"corral: {e}") from None
+    request = parse_request({"corral": dict(args or {})})
+    if request is None:
+        raise ValueError(f"corral: the {kind} structured-output request names no constraint")
+    return request, max_tokens
+
+
+def routed_grammar(args: Mapping[str, Any], max_tokens: int | None) -> str:
+    """The ``structured_outputs.grammar`` text that carries a request's corral arguments and its
+    budget to the backend (:data:`MARKER`). Raises ValueError when the arguments are not JSON
+    data (a Pydantic class given offline: pass its ``model_json_schema()``)."""
+    try:
+        return MARKER + json.dumps({"corral": dict(args), "max_tokens": max_tokens})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"corral: the request's corral arguments must be JSON data: {e}") from None
 
 
 def compile_spec(spec: ConstraintSpec | RequestConstraint, tokenizer: Tokenizer) -> Constraint:

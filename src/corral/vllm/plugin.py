@@ -1,0 +1,204 @@
+"""The vLLM plugin that makes ``corral`` a structured-output backend name.
+
+    pip install 'corral[vllm]'
+    vllm serve MODEL --structured-outputs-config '{"backend": "corral"}'
+
+Why a general plugin, and what it changes. vLLM (0.32) has no registry of structured-output
+backends: the accepted names are a ``Literal`` in ``StructuredOutputsConfig``, the engine's
+``StructuredOutputManager`` builds its backend from an ``if``/``elif`` list, and
+``SamplingParams._validate_structured_outputs`` validates each request with the chosen backend's
+own rules. The one hook vLLM loads in every process it starts (the API server, the engine core,
+the workers), before it parses its arguments, is the ``vllm.general_plugins`` entry point — the
+hook vLLM documents for adding choices to its arguments. corral's entry point calls
+:func:`register`, which, without editing any vLLM file:
+
+1. adds ``"corral"`` to the names ``StructuredOutputsConfig.backend`` accepts;
+2. has the manager build :class:`corral.vllm._backend.CorralBackend` for requests routed to
+   ``corral`` (it sets the manager's backend before vLLM's own ``grammar_init`` runs, which then
+   compiles in the background as for any backend);
+3. validates requests routed to ``corral`` with corral's rules (every vLLM constraint field, plus
+   corral's own arguments from ``vllm_xargs``: slots, tool formats, thinking blocks), so a schema
+   corral compiles is never refused by another engine's validator.
+
+With any other backend configured, all three pass straight through to vLLM. On a vLLM whose
+internals differ (a name this plugin wraps is missing), :func:`register` logs why and changes
+nothing: the backend is then unavailable and the logits processor still works.
+
+Offline (``vllm.LLM``), call :func:`register` before building the ``LLM`` when passing
+``structured_outputs_config={"backend": "corral"}``: ``LLM`` checks that argument before vLLM
+loads its plugins.
+"""
+
+from __future__ import annotations
+
+import logging
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["register"]
+
+log = logging.getLogger("corral.vllm")
+
+_registered = False
+
+
+def register() -> None:
+    """Make ``corral`` a structured-output backend of the vLLM in this process (idempotent; a
+    no-op without vLLM)."""
+    global _registered
+    if _registered:
+        return
+    try:
+        from vllm.config import StructuredOutputsConfig
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.structured_output import StructuredOutputManager
+    except ImportError as e:  # vLLM absent or reorganised: nothing to register into
+        log.warning(
+            "corral: vLLM's structured-output internals are not importable (%s); "
+            "the corral backend is not registered",
+            e,
+        )
+        return
+    missing = [
+        name
+        for obj, name in (
+            (StructuredOutputManager, "grammar_init"),
+            (SamplingParams, "_validate_structured_outputs"),
+        )
+        if not callable(getattr(obj, name, None))
+    ]
+    fields = getattr(StructuredOutputsConfig, "__pydantic_fields__", {})
+    if "backend" not in fields:
+        missing.append("StructuredOutputsConfig.backend")
+    if missing:
+        log.warning("corral: this vLLM lacks %s; the corral backend is not registered", missing)
+        return
+    _accept_backend_name(StructuredOutputsConfig)
+    _wrap_manager(StructuredOutputManager)
+    _wrap_validation(SamplingParams)
+    _registered = True
+
+
+def _accept_backend_name(config: Any) -> None:
+    """Add "corral" to the ``Literal`` of backend names and rebuild the config's validator."""
+    import dataclasses
+
+    from pydantic.dataclasses import rebuild_dataclass
+
+    from corral.vllm._spec import BACKEND_NAME
+
+    old = config.__pydantic_fields__["backend"].annotation
+    names = typing.get_args(old)
+    if BACKEND_NAME in names:
+        return
+    new = typing.Literal[names + (BACKEND_NAME,)]  # type: ignore[valid-type]
+    config.__annotations__["backend"] = new
+    for f in dataclasses.fields(config):
+        if f.name == "backend":
+            f.type = new
+    # Pydantic keeps the fields it collected; dropping them makes the rebuild read the new type.
+    del config.__pydantic_fields__
+    config.__pydantic_complete__ = False
+    rebuild_dataclass(config, force=True)
+
+
+def _wrap_manager(manager: Any) -> None:
+    from corral.vllm._spec import BACKEND_NAME
+
+    original = manager.grammar_init
+
+    def grammar_init(self: Any, request: Any) -> None:
+        so = getattr(request.sampling_params, "structured_outputs", None)
+        if (
+            self.backend is None
+            and request.structured_output_request is not None
+            and getattr(so, "_backend", None) == BACKEND_NAME
+        ):
+            from corral.vllm._backend import CorralBackend
+
+            self.backend = CorralBackend(
+                self.vllm_config,
+                tokenizer=self.tokenizer,
+                vocab_size=self.vllm_config.model_config.get_vocab_size(),
+            )
+        original(self, request)
+
+    grammar_init.__wrapped__ = original  # type: ignore[attr-defined]
+    manager.grammar_init = grammar_init
+
+
+def _wrap_validation(sampling_params: Any) -> None:
+    from corral.vllm._spec import BACKEND_NAME
+
+    original = sampling_params._validate_structured_outputs
+
+    def _validate_structured_outputs(
+        self: Any, model_config: Any, structured_outputs_config: Any, tokenizer: Any
+    ) -> None:
+        if structured_outputs_config is None or structured_outputs_config.backend != BACKEND_NAME:
+            return original(self, model_config, structured_outputs_config, tokenizer)
+        from vllm.exceptions import VLLMValidationError
+
+        try:
+            route_to_corral(self, tokenizer)
+        except ValueError as e:
+            raise VLLMValidationError(str(e)) from None
+
+    _validate_structured_outputs.__wrapped__ = original  # type: ignore[attr-defined]
+    sampling_params._validate_structured_outputs = _validate_structured_outputs
+
+
+def route_to_corral(params: Any, tokenizer: Any) -> None:
+    """Check a request for the corral backend and route it there: its constraint (vLLM's
+    ``structured_outputs`` fields, or corral's arguments from ``vllm_xargs`` /
+    ``extra_args["corral"]``) compiled against a byte vocabulary, so a bad one is a 400 naming
+    the problem; then ``structured_outputs`` carries it to the backend. Raises ValueError."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    from corral.vllm._spec import (
+        BACKEND_NAME,
+        check_spec,
+        corral_args,
+        from_structured_outputs,
+        parse_request,
+        routed_grammar,
+    )
+
+    so = params.structured_outputs
+    extra = params.extra_args or {}
+    own = corral_args(extra)
+    if so is None and not own:
+        return
+    if so is not None and own:
+        raise ValueError(
+            "corral: a request cannot ask for both corral's constraint (vllm_xargs corral_*) and "
+            "vLLM's structured outputs (response_format / structured_outputs)"
+        )
+    chosen = getattr(so, "_backend", None) if so is not None else None
+    if chosen not in (None, BACKEND_NAME) and not getattr(so, "_backend_was_auto", False):
+        raise ValueError(
+            f"corral: the request chose the structured-output backend {chosen!r}, but this server "
+            f"runs {BACKEND_NAME!r}"
+        )
+    if tokenizer is None:
+        raise ValueError("corral: structured outputs need a tokenizer (not with skip_tokenizer_init)")
+    if own:
+        args: Mapping[str, Any] = own
+        # The arguments move into structured_outputs: a logits processor also loaded must not
+        # apply them a second time.
+        params.extra_args = {
+            k: v for k, v in extra.items() if k != "corral" and not k.startswith("corral_")
+        } or None
+    else:
+        args = from_structured_outputs(so) or {}
+    request = parse_request({"corral": dict(args)})
+    if request is None:
+        raise ValueError("corral: structured_outputs names no constraint")
+    check_spec(request)
+    # Always the routed form: it carries per-request options (not part of vLLM's grammar key)
+    # and the request's max_tokens (the backend's budget), and reads the same in every process.
+    so = StructuredOutputsParams(grammar=routed_grammar(args, params.max_tokens))
+    so._backend = BACKEND_NAME
+    so._backend_was_auto = False
+    params.structured_outputs = so

