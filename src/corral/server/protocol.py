@@ -6,9 +6,10 @@ penalties, ``echo``, ``suffix``, non-text content parts) is a 400 rather than be
 silently ignored. Fields that change nothing here (``user``, ``metadata``, ``store``, ...) are
 accepted; any other field is reported as ignored, or refused when it looks like a constraint
 (:mod:`corral.server.fields`). vLLM's constraint fields (``structured_outputs``, ``guided_*``)
-are read by :func:`vllm_constraint`. Tools: ``tools``, ``tool_choice`` (none / auto / required / named),
-``parallel_tool_calls`` and corral's ``tool_format`` (:mod:`corral.grammar.tool_formats`); a
-chat template that declares tools renders them (and past calls) itself.
+are read by :func:`vllm_constraint`. Tools: ``tools``, ``tool_choice`` (none / auto / required
+/ named), ``parallel_tool_calls`` and corral's ``tool_format``
+(:mod:`corral.grammar.tool_formats`); a chat template that declares tools renders them (and past
+calls) itself.
 """
 
 from __future__ import annotations
@@ -369,9 +370,9 @@ def parse_chat(
     model = _model(body, served, aliases)
     params, n, max_tokens, stream, include_usage = _common(body, max_n)
     rf = body.get("response_format")
-    text = isinstance(rf, dict) and rf.get("type") == "text"  # a response_format with no constraint
-    others = [k for k in ("response_format", "corral_constraint") if body.get(k) is not None and not (
-        k == "response_format" and text)]  # fmt: skip
+    others = [k for k in ("response_format", "corral_constraint") if body.get(k) is not None]
+    if isinstance(rf, dict) and rf.get("type") == "text":  # asks for no constraint: no clash
+        others.remove("response_format")
     spec = vllm = vllm_constraint(body, others)
     if vllm is None:
         spec = _response_format(rf, registry)
