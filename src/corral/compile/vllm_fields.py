@@ -79,34 +79,74 @@ def guided_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     return {new: body[old] for old, new in GUIDED_FIELDS.items() if body.get(old) is not None}
 
 
-# JSON's four whitespace characters, as a whitespace_pattern may spell them: a class of some of
-# them, starred or bounded ("[ \t\n\r]*", "[\n ]{0,20}", "\s*" which Python reads as more than
-# JSON allows, so it is taken as JSON's set).
-_WS_CLASS = r"(?:\[(?:[ \t\n\r]|\\[tnr ]|\\s)+\]|\\s| )"
-_WS_FLEX = re.compile(_WS_CLASS + r"(?:\*|\+|\{\d*,\s*(\d*)\})")
-_WS_NONE = re.compile(r"(?:|\(\)|" + _WS_CLASS + r"\{0(?:,\s*0)?\})")
+# A whitespace_pattern is the regex vLLM's outlines backend puts between JSON tokens. corral
+# follows one when every output it allows matches it: the pattern must be a class of whitespace
+# (or one character) repeated from zero times. A class holding all four of JSON's whitespace
+# characters (or ``\s``, which holds more) becomes ``flexible`` with the pattern's bound; a
+# narrower class (``[ ]*``: spaces only) becomes ``compact``, since no whitespace at all matches it
+# and corral cannot limit flexible runs to some characters. A pattern that requires whitespace
+# (``+``, ``{1,3}``) or is anything else is refused.
+_WS_ITEM = r"(?:[ \t\n\r]|\\[tnr ]|\\s)"
+_WS_PATTERN = re.compile(
+    r"(?P<cls>\[" + _WS_ITEM + r"+\]|\\[tnrs ]| |\t|\n|\r)"
+    r"(?:(?P<star>\*)|(?P<opt>\?)|(?P<plus>\+)|\{(?P<lo>\d*),\s*(?P<hi>\d*)\}|\{(?P<exact>\d+)\})"
+)
+_WS_NONE = re.compile(r"(?:|\(\))")
+_JSON_WS = frozenset(" \t\n\r")
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", " ": " "}
+
+
+def _ws_chars(cls: str) -> frozenset[str]:
+    r"""The characters a whitespace class (as _WS_PATTERN matched it) allows; ``\s`` counts as
+    JSON's four (it allows more, which only widens what matches)."""
+    body = cls[1:-1] if cls.startswith("[") else cls
+    chars: set[str] = set()
+    i = 0
+    while i < len(body):
+        if body[i] == "\\":
+            chars |= _JSON_WS if body[i + 1] == "s" else {_ESCAPES[body[i + 1]]}
+            i += 2
+        else:
+            chars.add(body[i])
+            i += 1
+    return frozenset(chars)
 
 
 def whitespace_option(pattern: Any, field: str = "whitespace_pattern") -> dict[str, Any]:
-    """corral's schema options for a ``whitespace_pattern``: ``{}`` for None, ``compact`` for a
-    pattern that allows no whitespace, ``flexible`` (bounded runs) for a starred or bounded class
-    of JSON whitespace. Anything else is refused: corral enforces layouts, not arbitrary
-    separators, and a pattern that is not followed must not be ignored."""
+    """corral's schema options for a ``whitespace_pattern`` (``{}`` for None): ``compact`` for a
+    pattern that allows no whitespace or only some of JSON's whitespace characters,
+    ``flexible`` with the pattern's bound (``max_whitespace``) for a class of all four repeated
+    from zero. Anything else is refused: corral enforces layouts, not arbitrary separators, and
+    a pattern that is not followed must not be ignored."""
     if pattern is None:
         return {}
     if not isinstance(pattern, str):
         raise VLLMFieldError(f"{field} must be a string, got {type(pattern).__name__}", field)
     if _WS_NONE.fullmatch(pattern):
         return {"whitespace": "compact"}
-    m = _WS_FLEX.fullmatch(pattern)
+    m = _WS_PATTERN.fullmatch(pattern)
+    if m and (m.group("plus") or m.group("lo") not in (None, "", "0") or m.group("exact") not in (None, "0")):
+        raise VLLMFieldError(
+            f"{field} {pattern!r} requires whitespace; corral can allow whitespace (up to a bound) "
+            "but not require it: start the repetition at 0",
+            field,
+        )
     if m:
+        hi: int | None = None  # None: unbounded (*, {0,}); corral keeps its default bound
+        if m.group("exact") or m.group("hi"):
+            hi = int(m.group("exact") or m.group("hi"))
+        elif m.group("opt"):
+            hi = 1
+        if hi == 0 or not _JSON_WS <= _ws_chars(m.group("cls")):
+            return {"whitespace": "compact"}  # matches the pattern: zero repetitions
         options: dict[str, Any] = {"whitespace": "flexible"}
-        if m.group(1):
-            options["max_whitespace"] = max(1, int(m.group(1)))
+        if hi is not None:
+            options["max_whitespace"] = min(hi, 256)  # corral's own cap on a run
         return options
     raise VLLMFieldError(
         f"{field} {pattern!r} is not a layout corral can enforce: use a class of JSON whitespace "
-        'with * or {0,N} (e.g. "[ \\n]*"), "" for none, or disable_any_whitespace',
+        'repeated from zero (e.g. "[ \\t\\n\\r]*", "[ \\n]{0,4}"), "" for none, or '
+        "disable_any_whitespace",
         field,
     )
 
@@ -145,6 +185,9 @@ def constraint_args(
             f"{list(CONSTRAINT_FIELDS)} with optional {list(OPTION_FIELDS)}",
             name(unknown[0]),
         )
+    for flag in ("disable_any_whitespace", "disable_additional_properties"):
+        if fields.get(flag) is not None and not isinstance(fields[flag], bool):
+            raise VLLMFieldError(f"{name(flag)} must be a boolean, got {fields[flag]!r}", name(flag))
     given = [f for f in CONSTRAINT_FIELDS if fields.get(f) is not None and fields.get(f) is not False]
     if len(given) > 1:
         raise VLLMFieldError(

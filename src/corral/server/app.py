@@ -48,6 +48,7 @@ from corral.server.classify import ClassifyAPI, choices_response, scored_choices
 from corral.server.config import ServerConfig, disk_cache
 from corral.server.deadlines import request_deadline, within
 from corral.server.errors import APIError, error_from_exception
+from corral.server.fields import IGNORED_HEADER, header_value
 from corral.server.logprobs import TraceStream, choice_extras
 from corral.server.logs import log_event, new_request_id
 from corral.server.metrics import ServerMetrics
@@ -282,6 +283,16 @@ class CorralServer:
             aliases = self.config.aliases
             extra = {"tool_formats": self.tool_formats} if endpoint == "chat" else {}
             req = parse(body, self.config.model_name, aliases, self.registry, self.config.max_n, **extra)
+            # Fields that changed nothing are said, to the client (a header) and in the log.
+            ignored = {IGNORED_HEADER: header_value(req.ignored)} if req.ignored else {}
+            if req.ignored:
+                log_event(
+                    "ignored_fields",
+                    logging.WARNING,
+                    request_id=rid,
+                    endpoint=endpoint,
+                    fields=req.ignored[:100],
+                )
             obs.stage = "constraint"  # failures from here to the binding are refusals
             constraint, cache, compile_s = await within(
                 self._constraint(req.spec, obs), deadline, 504, "compiling the constraint"
@@ -293,7 +304,7 @@ class CorralServer:
             if constraint is not None and scored_choices(
                 req, constraint
             ):  # greedy choices: whole answers, as corral.classify
-                hdrs = {"x-request-id": rid, "x-corral-cache": cache}
+                hdrs = {"x-request-id": rid, "x-corral-cache": cache, **ignored}
                 return await choices_response(self, req, constraint, max_tokens, rid, t0, deadline, hdrs)
             job = Job(
                 id=rid,
@@ -314,6 +325,7 @@ class CorralServer:
                 "x-corral-cache": cache,
                 "x-corral-compile-seconds": f"{compile_s:.4f}",
                 **served_version(req.spec),  # x-corral-constraint: the registry version served
+                **ignored,
             }
             self.scheduler.submit(job)
             if req.stream:

@@ -4,30 +4,44 @@ results turned into response objects and stream chunks.
 Only what corral implements is accepted; a field whose effect corral cannot honour (``stop``,
 penalties, ``echo``, ``suffix``, non-text content parts) is a 400 rather than being
 silently ignored. Fields that change nothing here (``user``, ``metadata``, ``store``, ...) are
-accepted. Tools: ``tools``, ``tool_choice`` (none / auto / required / named),
-``parallel_tool_calls`` and corral's ``tool_format`` (:mod:`corral.grammar.tool_formats`); a
-chat template that declares tools renders them (and past calls) itself.
+accepted; any other field is reported as ignored, or refused when it looks like a constraint
+(:mod:`corral.server.fields`). vLLM's constraint fields (``structured_outputs``, ``guided_*``)
+are read by :func:`vllm_constraint`. Tools: ``tools``, ``tool_choice`` (none / auto / required
+/ named), ``parallel_tool_calls`` and corral's ``tool_format``
+(:mod:`corral.grammar.tool_formats`); a chat template that declares tools renders them (and past
+calls) itself.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.compile import ConstraintSpec
+from corral.compile import ConstraintSpec, spec_from_args
+from corral.compile.vllm_fields import CONSTRAINT_FIELDS, GUIDED_FIELDS, VLLMFieldError, constraint_args
 from corral.errors import CorralError
 from corral.grammar.tool_formats import FORMATS, get_format, history
 from corral.grammar.tools import ToolCall, choice_note
 from corral.runtime.sampling import SamplingParams
 from corral.server.errors import APIError, error_from_exception
+from corral.server.fields import check_fields
 from corral.server.logprobs import TraceRequest, parse_trace
 from corral.server.registry import named_constraint
 from corral.server.tool_stream import call_json
 from corral.server.tools import Tool, assistant_calls, parse_tool_choice, parse_tools, tools_prompt
 
-__all__ = ["GenRequest", "json_object_spec", "parse_chat", "parse_completion", "schema_spec", "tools_spec"]
+__all__ = [
+    "GenRequest",
+    "json_object_spec",
+    "parse_chat",
+    "parse_completion",
+    "schema_spec",
+    "tools_spec",
+    "vllm_constraint",
+]
 
 FINISH = {"complete": "stop", "max_tokens": "length", "cancelled": "stop", "error": "stop"}
 
@@ -51,6 +65,7 @@ class GenRequest:
     trace: TraceRequest | None = None  # logprobs / top_logprobs, and the corral_trace extension
     template_tools: list[dict[str, Any]] | None = None  # tools for a template that renders them
     template_kwargs: dict[str, Any] | None = None  # chat_template_kwargs
+    ignored: list[str] = field(default_factory=list)  # fields that changed nothing (reported)
 
 
 def _slots(body: dict[str, Any]) -> dict[str, list[str]] | None:
@@ -204,6 +219,49 @@ def _response_format(raw: Any, registry: Mapping[str, Any]) -> ConstraintSpec | 
     )
 
 
+def vllm_constraint(body: Mapping[str, Any], others: Sequence[str] = ()) -> ConstraintSpec | None:
+    """The constraint of vLLM's request fields: ``structured_outputs`` (an object) or the legacy
+    top-level ``guided_*`` fields (None: neither is set). The one place a body's vLLM fields
+    are read; the translation itself is :func:`corral.compile.vllm_fields.constraint_args`,
+    shared with the vLLM integration. ``others``: the request's other constraint fields that are
+    set (``response_format``, ...); one of them with a vLLM constraint is a 400 naming both, as
+    are ``structured_outputs`` and ``guided_*`` together."""
+    outputs = body.get("structured_outputs")
+    legacy = [old for old in GUIDED_FIELDS if body.get(old) is not None]
+    if outputs is None and not legacy:
+        return None
+    if outputs is not None and not isinstance(outputs, dict):
+        raise _bad("structured_outputs must be an object", "structured_outputs")
+    if outputs is not None:
+        fields: Mapping[str, Any] = outputs
+        names = {f: f"structured_outputs.{f}" for f in outputs}
+        if legacy:
+            given = [names[f] for f in CONSTRAINT_FIELDS if outputs.get(f) is not None] or [
+                "structured_outputs"
+            ]
+            raise _bad(f"give one constraint, not {given[0]} and {legacy[0]}", legacy[0])
+    else:
+        fields = {GUIDED_FIELDS[old]: body[old] for old in legacy}
+        names = {GUIDED_FIELDS[old]: old for old in legacy}
+    kinds = [f for f in CONSTRAINT_FIELDS if fields.get(f) is not None and fields.get(f) is not False]
+    param = names[kinds[0]] if kinds else next(iter(names.values()), "structured_outputs")
+    if others and not kinds:
+        raise _bad(f"{param} shapes a structured_outputs or guided_* constraint, not {others[0]}", param)
+    if others:
+        raise _bad(f"give one constraint, not {others[0]} and {param}", param)
+    try:
+        args = constraint_args(fields, "structured_outputs", names)
+        if args is None:  # vLLM refuses it too: structured_outputs without a constraint in it
+            raise _bad("structured_outputs names no constraint: " + ", ".join(CONSTRAINT_FIELDS), param)
+        spec = spec_from_args(args)
+    except VLLMFieldError as e:
+        raise _bad(str(e), e.field) from None
+    except (TypeError, ValueError, CorralError) as e:
+        raise error_from_exception(e, param) from None
+    assert spec is not None  # args name a constraint
+    return dataclasses.replace(spec, param=param)
+
+
 def _content(content: Any, where: str) -> str:
     if content is None:
         return ""
@@ -308,9 +366,16 @@ def parse_chat(
 ) -> GenRequest:
     """Check a ``/v1/chat/completions`` body (raises APIError). ``tool_formats``: (the call
     format requests get unless they name one, the format the chat template declares)."""
+    ignored = check_fields(body, "chat")
     model = _model(body, served, aliases)
     params, n, max_tokens, stream, include_usage = _common(body, max_n)
-    spec = _response_format(body.get("response_format"), registry)
+    rf = body.get("response_format")
+    others = [k for k in ("response_format", "corral_constraint") if body.get(k) is not None]
+    if isinstance(rf, dict) and rf.get("type") == "text":  # asks for no constraint: no clash
+        others.remove("response_format")
+    spec = vllm = vllm_constraint(body, others)
+    if vllm is None:
+        spec = _response_format(rf, registry)
     if body.get("corral_constraint") is not None:  # corral extension: any registered constraint
         if spec is not None:
             raise _bad("give corral_constraint or response_format, not both", "corral_constraint")
@@ -327,7 +392,7 @@ def parse_chat(
             if spec.kind not in ("json_schema", "json_object"):
                 raise _bad(
                     'tool_choice "auto" combines with a json_schema or json_object response_format only',
-                    "response_format",
+                    "response_format" if vllm is None else vllm.param,
                     "unsupported_parameter",
                 )
             answer = spec.schema
@@ -370,6 +435,7 @@ def parse_chat(
         parse_trace(body, "chat"),
         template_tools,
         _template_kwargs(body),
+        ignored,
     )
 
 
@@ -380,6 +446,7 @@ def parse_completion(
     ``grammar``, ``choices``, ``json_schema`` (a schema object), ``response_format``,
     ``corral_constraint`` (a registered constraint's name: ``"invoice@3"`` or ``"invoice"``),
     ``thinking`` (a think block before the answer; it stays in ``text``)."""
+    ignored = check_fields(body, "completions")
     model = _model(body, served, aliases)
     prompt = body.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else prompt
@@ -399,14 +466,14 @@ def parse_completion(
     ]
     if len(given) > 1:
         raise _bad(f"give one constraint, not {' and '.join(given)}", given[1])
-    spec: ConstraintSpec | None = None
-    if given and given[0] in ("regex", "grammar", "choices"):
+    spec = vllm_constraint(body, given)
+    if spec is None and given and given[0] in ("regex", "grammar", "choices"):
         spec = _plain_spec(given[0], body[given[0]])
-    elif "json_schema" in given:
+    elif spec is None and "json_schema" in given:
         spec = schema_spec(body["json_schema"], False, "json_schema")
-    elif "response_format" in given:
+    elif spec is None and "response_format" in given:
         spec = _response_format(body["response_format"], registry)
-    elif "corral_constraint" in given:
+    elif spec is None and "corral_constraint" in given:
         spec = named_constraint(registry, body["corral_constraint"], "corral_constraint")
     thinking = body.get("thinking")
     if thinking is not None:  # the block stays in the text: completions have no reasoning field
@@ -428,6 +495,7 @@ def parse_completion(
         spec,
         slots=_slots(body),
         trace=parse_trace(body, "completions"),
+        ignored=ignored,
     )
 
 
