@@ -76,7 +76,7 @@ def test_structured_outputs_options_become_schema_options():
         **{**fields, "json": PERSON, "disable_any_whitespace": True, "disable_additional_properties": False}
     )
     assert from_structured_outputs(so) == {"json_schema": PERSON, "schema_options": {"whitespace": "compact"}}
-    so.whitespace_pattern, so.disable_any_whitespace = r"[\n\t ]{0,8}", False
+    so.whitespace_pattern, so.disable_any_whitespace = r"[ \t\n\r]{0,8}", False
     assert from_structured_outputs(so)["schema_options"] == {"whitespace": "flexible", "max_whitespace": 8}
     so.whitespace_pattern = r"[,;]*"
     with pytest.raises(ValueError, match="whitespace_pattern"):
