@@ -295,3 +295,32 @@ def _match(pattern: str, text: str) -> None:
 
 def _is_in(text: str, options: tuple[str, ...]) -> None:
     assert text in options, text
+
+
+def vllm_args(case: HostCase) -> dict[str, Any]:
+    """A case's constraint as vLLM ``extra_args`` (plain data: schemas as JSON)."""
+    args = {k: v for k, v in case.args.items() if k != "schema"}
+    if "schema" in case.args:
+        args["json_schema"] = case.json_schema()
+    if case.slots:
+        args["slots"] = case.slots
+    return {"corral": args}
+
+
+def run_on_vllm(llm: Any, case: HostCase) -> Any:
+    """One case through a vLLM ``LLM`` (greedy, the case's budget, its constraint in
+    ``extra_args``): the request's first output. Tool cases get corral's tool prompt as a system
+    message, as the other hosts do."""
+    from vllm import SamplingParams
+
+    from corral.grammar.tools import tools_prompt
+    from corral.vllm import request_spec
+
+    params = SamplingParams(max_tokens=case.max_tokens, temperature=0.0, extra_args=vllm_args(case))
+    if not case.chat:
+        return llm.generate([case.prompt], params, use_tqdm=False)[0].outputs[0]
+    spec = request_spec(vllm_args(case))
+    msgs = [{"role": "user", "content": case.prompt}]
+    if spec is not None and spec.kind == "tools":
+        msgs.insert(0, {"role": "system", "content": tools_prompt(spec.tools, spec.tool_mode)})
+    return llm.chat([msgs], params, use_tqdm=False)[0].outputs[0]

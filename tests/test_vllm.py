@@ -531,36 +531,16 @@ def test_openai_server_xargs_and_response_format(server):
 # ---------------------------------------------------------------------- host conformance
 
 
-def _vllm_args(case):
-    """A host case's constraint as vLLM extra_args (plain data: schemas as JSON)."""
-    args = {k: v for k, v in case.args.items() if k != "schema"}
-    if "schema" in case.args:
-        args["json_schema"] = case.json_schema()
-    if case.slots:
-        args["slots"] = case.slots
-    return {"corral": args}
-
-
 def test_host_cases(llm):
     """The host-conformance table (tests/host_cases.py) on vLLM: every case satisfied within its
     budget, and greedy outputs equal to corral's own loop where the cases say hosts agree."""
-    from host_cases import CASES
-    from vllm import SamplingParams
+    from host_cases import CASES, run_on_vllm
 
     import corral
-    from corral.grammar.tools import tools_prompt
 
     model = corral.load_model(backend="transformers")
     for case in CASES:
-        params = SamplingParams(max_tokens=case.max_tokens, temperature=0.0, extra_args=_vllm_args(case))
-        if case.chat:
-            spec = request_spec(_vllm_args(case))
-            msgs = [{"role": "user", "content": case.prompt}]
-            if spec is not None and spec.kind == "tools":
-                msgs.insert(0, {"role": "system", "content": tools_prompt(spec.tools, spec.tool_mode)})
-            out = llm.chat([msgs], params, use_tqdm=False)[0].outputs[0]
-        else:
-            out = llm.generate([case.prompt], params, use_tqdm=False)[0].outputs[0]
+        out = run_on_vllm(llm, case)
         case.check(out.text)
         assert len(out.token_ids) <= case.max_tokens, (case.name, len(out.token_ids))
         if case.agree:

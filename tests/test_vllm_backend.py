@@ -94,6 +94,12 @@ def test_structured_outputs_options_become_schema_options():
 @pytest.fixture(scope="module")
 def backend_llm(model_dir):
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    return _llm(model_dir)
+
+
+def _llm(model_dir, **more):
+    """vLLM's offline LLM on SmolLM2 with corral as its structured-output backend (float32, as
+    the other vLLM tests)."""
     from vllm import LLM
 
     from corral.vllm.plugin import register
@@ -106,6 +112,7 @@ def backend_llm(model_dir):
         dtype="float32",
         seed=0,
         structured_outputs_config={"backend": "corral"},
+        **more,
     )
 
 
@@ -226,27 +233,10 @@ def test_host_cases_through_the_backend(backend_llm):
     """The host-conformance table (tests/host_cases.py) through the structured-output backend:
     every case satisfied within its budget (the budget case included: the backend steers to a
     complete output without scores)."""
-    from host_cases import CASES
-    from vllm import SamplingParams
-
-    from corral.grammar.tools import tools_prompt
-    from corral.vllm import request_spec
+    from host_cases import CASES, run_on_vllm
 
     for case in CASES:
-        args = {k: v for k, v in case.args.items() if k != "schema"}
-        if "schema" in case.args:
-            args["json_schema"] = case.json_schema()
-        if case.slots:
-            args["slots"] = case.slots
-        params = SamplingParams(max_tokens=case.max_tokens, temperature=0.0, extra_args={"corral": args})
-        if case.chat:
-            spec = request_spec({"corral": args})
-            msgs = [{"role": "user", "content": case.prompt}]
-            if spec is not None and spec.kind == "tools":
-                msgs.insert(0, {"role": "system", "content": tools_prompt(spec.tools, spec.tool_mode)})
-            out = backend_llm.chat([msgs], params, use_tqdm=False)[0].outputs[0]
-        else:
-            out = backend_llm.generate([case.prompt], params, use_tqdm=False)[0].outputs[0]
+        out = run_on_vllm(backend_llm, case)
         case.check(out.text)
         assert len(out.token_ids) <= case.max_tokens, (case.name, len(out.token_ids))
 
@@ -357,7 +347,7 @@ def test_ngram_speculative_decoding_equals_greedy(backend_llm, model_dir):
     """n-gram (prompt lookup) drafting with corral as the backend: drafts are proposed, validated
     and partly accepted, every output is valid, and greedy outputs equal the run without drafts."""
     import jsonschema
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams as SO
 
     prompts = [
@@ -371,13 +361,8 @@ def test_ngram_speculative_decoding_equals_greedy(backend_llm, model_dir):
         SamplingParams(max_tokens=20, temperature=0.0, structured_outputs=SO(regex=r"ORD-\d{5}")),
     ]
     plain = _chat(backend_llm, prompts, params)
-    spec = LLM(
-        model=model_dir,
-        enforce_eager=True,
-        max_model_len=2048,
-        dtype="float32",
-        seed=0,
-        structured_outputs_config={"backend": "corral"},
+    spec = _llm(
+        model_dir,
         speculative_config={
             "method": "ngram",
             "num_speculative_tokens": 4,

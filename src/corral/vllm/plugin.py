@@ -122,6 +122,8 @@ def _wrap_manager(manager: Any) -> None:
                 tokenizer=self.tokenizer,
                 vocab_size=self.vllm_config.model_config.get_vocab_size(),
             )
+            if hasattr(self, "backend_name"):  # vLLM 0.34 checks each request's backend against it
+                self.backend_name = BACKEND_NAME
         original(self, request)
 
     grammar_init.__wrapped__ = original  # type: ignore[attr-defined]
