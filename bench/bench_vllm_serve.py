@@ -3,7 +3,7 @@ schema while other requests bring schemas the server has never seen, with corral
 structured-output backend, with vLLM's default backend (XGrammar) and with ``guidance``
 (llguidance), one server after the other in one run.
 
-Per backend, ``--rounds`` times each, interleaved:
+``--rounds`` rounds; in each, every backend in turn (a fresh server), two phases:
 
 * **control**: ``--clients`` concurrent clients; half the requests use cached schema A, half
   cached schema B (both compiled before the first phase);
@@ -217,36 +217,42 @@ def main() -> int:
     model_dir = args.model_dir or str(_converted_gguf(smollm2_gguf_path(), True))
     per_phase_b = args.clients * args.per_client // 2 + args.clients
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    real = load_real_schemas(args.data, per_phase_b * args.rounds * len(backends), args.seed)
+    real = load_real_schemas(args.data, per_phase_b * args.rounds, args.seed)
     print(
         f"{len(real)} real-world schemas (Kubernetes, SchemaStore); {args.clients} clients, "
         f"{args.per_client} requests each per phase, {args.rounds} rounds, max_tokens {args.max_tokens}"
     )
-    rows = []
-    for bi, backend in enumerate(backends):
-        server = Server(model_dir, backend, args.dtype)
-        try:
-            for s in (SCHEMA_A, SCHEMA_B):  # cached before measuring
-                server.request(s, "Example as JSON.", 8)
-            control: dict[str, Any] = {"a_ttft": [], "tokens": 0, "wall": 0.0, "errors": []}
-            new: dict[str, Any] = {"a_ttft": [], "tokens": 0, "wall": 0.0, "errors": []}
-            for r in range(args.rounds):
-                # Each backend gets its own slice of never-seen schemas (no cache shared across).
-                start = (bi * args.rounds + r) * per_phase_b
-                fresh = real[start : start + per_phase_b]
-                for name, acc, bs in (("control", control, [SCHEMA_B] * per_phase_b), ("new", new, fresh)):
+    acc: dict[str, dict[str, dict[str, Any]]] = {
+        b: {ph: {"a_ttft": [], "tokens": 0, "wall": 0.0, "errors": []} for ph in ("control", "new")}
+        for b in backends
+    }
+    # Interleaved: each round runs every backend in turn (a fresh server each: nothing cached but
+    # schemas A and B), so a slow stretch of a shared machine falls on all of them.
+    for r in range(args.rounds):
+        # Every backend gets the same never-seen schemas in the same round.
+        fresh = real[r * per_phase_b : (r + 1) * per_phase_b]
+        for backend in backends:
+            server = Server(model_dir, backend, args.dtype)
+            try:
+                for s in (SCHEMA_A, SCHEMA_B):  # cached before measuring
+                    server.request(s, "Example as JSON.", 8)
+                for name, bs in (("control", [SCHEMA_B] * per_phase_b), ("new", fresh)):
                     res = phase(server, args.clients, args.per_client, bs, args.max_tokens)
+                    into = acc[backend][name]
                     for k in ("a_ttft", "errors"):
-                        acc[k] += res[k]
-                    acc["tokens"] += res["tokens"]
-                    acc["wall"] += res["wall"]
+                        into[k] += res[k]
+                    into["tokens"] += res["tokens"]
+                    into["wall"] += res["wall"]
                     print(
-                        f"  {backend} round {r + 1} {name}: A p95 {pct(res['a_ttft'], 0.95) * 1000:.0f} ms, "
+                        f"  round {r + 1} {backend} {name}: A p95 {pct(res['a_ttft'], 0.95) * 1000:.0f} ms, "
                         f"{len(res['errors'])} errors",
                         flush=True,
                     )
-        finally:
-            server.stop()
+            finally:
+                server.stop()
+    rows = []
+    for backend in backends:
+        control, new = acc[backend]["control"], acc[backend]["new"]
         c95, n95 = pct(control["a_ttft"], 0.95), pct(new["a_ttft"], 0.95)
         refused = sum(e.startswith("B: ") for e in new["errors"])
         rows.append({
@@ -255,7 +261,7 @@ def main() -> int:
             "new p50": pct(new["a_ttft"], 0.5) * 1000, "new p95": n95 * 1000,
             "ratio": n95 / c95 if c95 == c95 and c95 > 0 else float("nan"),
             "tok/s": (control["tokens"] + new["tokens"]) / max(1e-9, control["wall"] + new["wall"]),
-            "new schemas failed": f"{refused}/{len(fresh) * args.rounds}",
+            "new schemas failed": f"{refused}/{per_phase_b * args.rounds}",
             "A errors": sum(e.startswith("A: ") for e in control["errors"] + new["errors"]),
             "first error": next((e for e in new["errors"] if e.startswith("B: ")), "")[:90],
         })  # fmt: skip

@@ -311,36 +311,57 @@ def test_slow_compile_does_not_stall_the_batch(backend_llm):
     assert max(gaps) < 0.5 * waited, (max(gaps), waited)
 
 
-def test_bad_constraint_fails_only_its_own_request(backend_llm):
-    """A constraint that passes admission but cannot be met in the engine (a think block whose
-    budget cannot hold its markers in this vocabulary) ends its own request; the others in the
-    batch complete normally. A constraint refused at admission is a clear error."""
+def test_bad_constraint_fails_only_its_own_request(backend_llm, monkeypatch):
+    """A constraint that cannot be met in the engine (a think block whose budget cannot hold its
+    markers in this vocabulary, which admission cannot see; a bad regex admitted because
+    admission did not wait for its check) ends its own request with an error; the others in the
+    batch complete normally. Waiting for the check, the same regex is refused at admission with
+    corral's message."""
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams as SO
 
     engine = backend_llm.llm_engine
+    monkeypatch.setenv("CORRAL_VLLM_CHECK_MS", "0")  # admit without waiting for the check
     good = SamplingParams(max_tokens=20, temperature=0.0, structured_outputs=SO(regex=r"ORD-\d{5}"))
-    bad = SamplingParams(
-        max_tokens=20,
-        temperature=0.0,
-        extra_args={"corral": {"choices": ["yes", "no"], "thinking": {"budget_tokens": 1}}},
-    )
+    think = {"corral": {"choices": ["yes", "no"], "thinking": {"budget_tokens": 1}}}
     engine.add_request("good", "Order id:", good)
-    engine.add_request("bad", "Is it?", bad)
+    engine.add_request("budget", "Is it?", SamplingParams(max_tokens=20, extra_args=think))
+    engine.add_request("regex", "x", SamplingParams(max_tokens=20, structured_outputs=SO(regex="(ab")))
     finished = {}
     while engine.has_unfinished_requests():
         for o in engine.step():
             if o.finished:
-                finished[o.request_id] = o
-    assert re.fullmatch(r"ORD-\d{5}", finished["good"].outputs[0].text)
-    assert (
-        finished["bad"].outputs[0].finish_reason not in ("stop", "length")
-        or not finished["bad"].outputs[0].text
-    )
-    with pytest.raises(Exception, match="does not compile"):
-        backend_llm.generate(
-            ["x"], SamplingParams(max_tokens=5, structured_outputs=SO(regex="(ab")), use_tqdm=False
-        )
+                finished[o.request_id] = o.outputs[0]
+    assert re.fullmatch(r"ORD-\d{5}", finished["good"].text) and finished["good"].finish_reason == "stop"
+    for rid in ("budget", "regex"):
+        assert finished[rid].finish_reason == "error" and finished[rid].text == "", (rid, finished[rid])
+    monkeypatch.setenv("CORRAL_VLLM_CHECK_MS", "-1")  # wait for the check: a 400 before the engine
+    bad = SamplingParams(max_tokens=5, structured_outputs=SO(regex="(ab"))
+    with pytest.raises(Exception, match="regex constraint does not compile.*unterminated"):
+        backend_llm.generate(["x"], bad, use_tqdm=False)
+
+
+def test_admission_waits_only_so_long(vllm_mod, monkeypatch):
+    """Admission (vLLM's API side) waits at most CORRAL_VLLM_CHECK_MS for a constraint's check:
+    a schema whose check takes seconds is admitted in about that long, not after the check, and
+    a malformed one is still refused at once."""
+    from vllm.sampling_params import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams as SO
+
+    from corral.vllm.plugin import route_to_corral
+
+    monkeypatch.setenv("CORRAL_VLLM_CHECK_MS", "50")
+    p = SamplingParams(max_tokens=5, structured_outputs=SO(json=_slow_schema(3000)))
+    t0 = time.perf_counter()
+    route_to_corral(p, tokenizer=object())
+    took = time.perf_counter() - t0
+    assert took < 1.0, took  # the slow schema's conversion alone takes seconds
+    assert p.structured_outputs.grammar.startswith(MARKER) and p.structured_outputs._backend == "corral"
+    with pytest.raises(ValueError, match="not valid JSON"):
+        route_to_corral(SamplingParams(structured_outputs=SO(json="{nope")), tokenizer=object())
+    with pytest.raises(ValueError, match="both"):
+        both = SamplingParams(structured_outputs=SO(regex="a"), extra_args={"corral_regex": "b"})
+        route_to_corral(both, tokenizer=object())
 
 
 def test_ngram_speculative_decoding_equals_greedy(backend_llm, model_dir):

@@ -35,7 +35,7 @@ from vllm.v1.structured_output.backend_types import (
     StructuredOutputOptions,
 )
 
-from corral.compile import Constraint
+from corral.compile import Constraint, SchemaConverter
 from corral.engine import Matcher
 from corral.runtime.budget import fits_token, needed_tokens
 from corral.runtime.masks import allow_only, allowed_ids
@@ -62,6 +62,10 @@ class CorralBackend(StructuredOutputBackend):
         self.tools: TokenTools = tools_for(self.corral_tokenizer)
         self.words = (self.corral_tokenizer.width + 31) // 32
         self.margin = int(os.environ.get("CORRAL_BUDGET_MARGIN", "16"))
+        # Schema conversion is Python: run in this process, it would hold the GIL the engine
+        # core's scheduling loop needs, for as long as a big schema converts. A low-priority
+        # worker process converts instead; the engine's own compile (C++) releases the GIL.
+        self.converter = SchemaConverter(int(os.environ.get("CORRAL_COMPILE_WORKERS", "1")))
 
     def compile_grammar(
         self,
@@ -72,7 +76,7 @@ class CorralBackend(StructuredOutputBackend):
         # Raising here fails this request only: vLLM's manager keeps the exception in the
         # request's future and the scheduler ends that request with an error.
         request, max_tokens = request_from_key(request_type.name, grammar_spec)
-        constraint = compile_spec(request, self.corral_tokenizer)
+        constraint = compile_spec(request, self.corral_tokenizer, self.converter)
         return CorralGrammar(
             constraint, constraint.grammar.matcher(), self.tools, max_tokens=max_tokens, margin=self.margin
         )
@@ -81,7 +85,9 @@ class CorralBackend(StructuredOutputBackend):
         return torch.full((max_num_seqs, self.words), -1, dtype=torch.int32)
 
     def destroy(self) -> None:
-        pass  # the compile cache is process-wide and bounded; nothing is held per backend
+        # The compile cache is process-wide and bounded; the converter's process is this
+        # backend's own.
+        self.converter.close()
 
 
 @dataclass

@@ -34,7 +34,7 @@ import torch
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from corral.compile import Constraint, compile_constraint_async, default_cache
+from corral.compile import Constraint, SchemaConverter, compile_constraint_async, default_cache
 from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
 from corral.runtime.thinking import ThinkBudget, think_budget
@@ -132,6 +132,9 @@ class _Core:
         self.tools = self.kernel.tools
         self.eos = self.kernel.eos
         self.rows: dict[int, _Row] = {}
+        # Schema conversion (Python) in a low-priority worker process, not on a thread of the
+        # model runner's process, whose GIL the forward pass and the masks need.
+        self.converter = SchemaConverter(int(os.environ.get("CORRAL_COMPILE_WORKERS", "1")))
         self.quality = quality_metrics()
         disk = default_cache().disk  # CORRAL_CACHE_DIR: a new worker loads what others compiled
         if disk is not None:
@@ -147,7 +150,7 @@ class _Core:
             return _Row(None, params.max_tokens, output, None, failed=str(e))
         if request is None:
             return None
-        pending, hit = compile_constraint_async(request.spec, self.tokenizer)
+        pending, hit = compile_constraint_async(request.spec, self.tokenizer, converter=self.converter)
         return _Row(request, params.max_tokens, output, pending, hit=hit)
 
     def retire(self, row: _Row | None) -> None:

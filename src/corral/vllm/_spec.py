@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from corral.compile import Constraint, ConstraintSpec, compile_constraint, spec_from_args
+from corral.compile import Constraint, ConstraintSpec, SchemaConverter, compile_constraint, spec_from_args
 from corral.compile.vllm_fields import CONSTRAINT_FIELDS, OPTION_FIELDS, VLLMFieldError, constraint_args
 from corral.errors import CorralError, LimitExceeded
 from corral.grammar import bounded_json
@@ -254,24 +254,28 @@ def routed_grammar(args: Mapping[str, Any], max_tokens: int | None) -> str:
         raise ValueError(f"corral: the request's corral arguments must be JSON data: {e}") from None
 
 
-def compile_spec(spec: ConstraintSpec | RequestConstraint, tokenizer: Tokenizer) -> Constraint:
+def compile_spec(
+    spec: ConstraintSpec | RequestConstraint, tokenizer: Tokenizer, converter: SchemaConverter | None = None
+) -> Constraint:
     """Compile (or fetch from corral's compile cache) a request's constraint for a tokenizer, its
-    slots bound. Raises corral's errors (CompileError, LimitExceeded, SchemaError, SlotError, ...)
-    for constraints that do not compile or bind."""
+    slots bound; schema conversion runs in ``converter`` (default: this thread). Raises corral's
+    errors (CompileError, LimitExceeded, SchemaError, SlotError, ...) for constraints that do not
+    compile or bind."""
     if isinstance(spec, RequestConstraint):
-        c = compile_constraint(spec.spec, tokenizer)
+        c = compile_constraint(spec.spec, tokenizer, converter=converter)
         return c.bind(spec.slots) if spec.slots is not None or c.slot_names else c
-    return compile_constraint(spec, tokenizer)
+    return compile_constraint(spec, tokenizer, converter=converter)
 
 
 _BYTE_TOKENIZER: Tokenizer | None = None
 
 
-def check_spec(spec: ConstraintSpec | RequestConstraint) -> None:
+def check_spec(spec: ConstraintSpec | RequestConstraint, converter: SchemaConverter | None = None) -> None:
     """Compile a request's constraint against a 256-byte vocabulary and bind its slots: catches
     syntax errors, unsupported schema keywords, every compile limit and bad slot values before a
     request is admitted, where no model tokenizer is at hand (vLLM's ``validate_params`` runs in
-    the API process). Raises ValueError with corral's message."""
+    the API process); schema conversion runs in ``converter`` (default: this thread). Raises
+    ValueError with corral's message."""
     global _BYTE_TOKENIZER
     if _BYTE_TOKENIZER is None:
         _BYTE_TOKENIZER = Tokenizer.from_tokens(
@@ -279,7 +283,7 @@ def check_spec(spec: ConstraintSpec | RequestConstraint) -> None:
         )
     kind = spec.spec.kind if isinstance(spec, RequestConstraint) else spec.kind
     try:
-        compile_spec(spec, _BYTE_TOKENIZER)
+        compile_spec(spec, _BYTE_TOKENIZER, converter)
     except ValueError as e:
         raise ValueError(f"corral: the {kind} constraint does not compile: {e}") from None
     except Exception as e:  # corral's CompileError / LimitExceeded / SchemaError and friends
