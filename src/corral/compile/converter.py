@@ -38,9 +38,9 @@ def convert_schema(schema: Any, options: Mapping[str, Any]) -> tuple[str, Schema
     return schema_to_grammar(schema, SchemaOptions(**options), check_regex=_check_regex)
 
 
-def _converter_init() -> None:
+def _converter_init(nice: int = 19) -> None:
     try:  # the converter only ever competes with decoding for the CPU: let decoding win
-        os.nice(19)
+        os.nice(nice)
     except OSError:  # pragma: no cover - not permitted
         pass
 
@@ -52,7 +52,10 @@ class SchemaConverter:
     ``grace_s``: how much longer than the conversion's ``max_convert_ms`` to wait for a worker
     before giving up on it (pickling, a busy machine); ``max_wait_s``: the wait when a schema's
     options set no time limit (``max_convert_ms=None``; None: wait as long as it takes);
-    ``max_tasks``: conversions a worker process runs before it is replaced by a fresh one.
+    ``max_tasks``: conversions a worker process runs before it is replaced by a fresh one;
+    ``nice``: how much the workers lower their priority (19, the default, lets decoding on this
+    machine always win; a host whose own threads spin, such as vLLM's CPU workers, would starve
+    such a worker until its conversions run out of time, and uses less).
     """
 
     def __init__(
@@ -61,8 +64,10 @@ class SchemaConverter:
         grace_s: float = 5.0,
         max_wait_s: float | None = None,
         max_tasks: int | None = 500,
+        nice: int = 19,
     ) -> None:
         self._pool: ProcessPoolExecutor | None = None
+        self.nice = nice
         self._workers = workers
         self.max_tasks = max_tasks
         self.grace_s = grace_s
@@ -79,7 +84,9 @@ class SchemaConverter:
         # with more queued tasks than a child has left can hang or break (CPython #115634).
         ctx = multiprocessing.get_context("spawn")
         self._submitted = 0
-        return ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_converter_init)
+        return ProcessPoolExecutor(
+            self._workers, mp_context=ctx, initializer=_converter_init, initargs=(self.nice,)
+        )
 
     def _submit(self, schema: Any, options: Mapping[str, Any]) -> tuple[ProcessPoolExecutor, Future[Any]]:
         """Submit one conversion (and the pool it went to): after ``max_tasks`` conversions per

@@ -35,14 +35,14 @@ from vllm.v1.structured_output.backend_types import (
     StructuredOutputOptions,
 )
 
-from corral.compile import Constraint, SchemaConverter
+from corral.compile import Constraint
 from corral.engine import Matcher
 from corral.runtime.budget import fits_token, needed_tokens
 from corral.runtime.masks import allow_only, allowed_ids
 from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.runtime.tokens import TokenTools, tools_for
 from corral.tokenizer import Tokenizer
-from corral.vllm._adapter import load_tokenizer
+from corral.vllm._adapter import load_tokenizer, schema_converter
 from corral.vllm._spec import BACKEND_NAME, compile_spec, request_from_key
 
 __all__ = ["BACKEND_NAME", "CorralBackend", "CorralGrammar"]
@@ -65,7 +65,7 @@ class CorralBackend(StructuredOutputBackend):
         # Schema conversion is Python: run in this process, it would hold the GIL the engine
         # core's scheduling loop needs, for as long as a big schema converts. A low-priority
         # worker process converts instead; the engine's own compile (C++) releases the GIL.
-        self.converter = SchemaConverter(int(os.environ.get("CORRAL_COMPILE_WORKERS", "1")))
+        self.converter = schema_converter()
 
     def compile_grammar(
         self,

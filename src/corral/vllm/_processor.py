@@ -34,12 +34,12 @@ import torch
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from corral.compile import Constraint, SchemaConverter, compile_constraint_async, default_cache
+from corral.compile import Constraint, compile_constraint_async, default_cache
 from corral.engine import Matcher
 from corral.runtime.kernel import MaskKernel, MaskRow
 from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.telemetry.quality import thinking_tokens
-from corral.vllm._adapter import load_tokenizer
+from corral.vllm._adapter import load_tokenizer, schema_converter
 from corral.vllm._spec import (
     BACKEND_NAME,
     RequestConstraint,
@@ -132,9 +132,9 @@ class _Core:
         self.tools = self.kernel.tools
         self.eos = self.kernel.eos
         self.rows: dict[int, _Row] = {}
-        # Schema conversion (Python) in a low-priority worker process, not on a thread of the
-        # model runner's process, whose GIL the forward pass and the masks need.
-        self.converter = SchemaConverter(int(os.environ.get("CORRAL_COMPILE_WORKERS", "1")))
+        # Schema conversion (Python) off this process where it may start one (vLLM's workers
+        # are daemonic: there it runs on the compile thread).
+        self.converter = schema_converter()
         self.quality = quality_metrics()
         disk = default_cache().disk  # CORRAL_CACHE_DIR: a new worker loads what others compiled
         if disk is not None:

@@ -228,19 +228,19 @@ def _admission_check(request: Any, check: Any) -> None:
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as FutureTimeout
 
-    from corral.compile import SchemaConverter
+    from corral.vllm._adapter import schema_converter
 
     try:
         budget_ms = float(os.environ.get(_ENV_CHECK_MS, "50"))
     except ValueError:
         raise ValueError(f"corral: {_ENV_CHECK_MS} must be a number of milliseconds") from None
     if _checker is None:
-        _checker = (ThreadPoolExecutor(2, thread_name_prefix="corral-check"), SchemaConverter(1))
-        # Start the converter's process now, off the event loop: its start-up (about a second)
-        # would otherwise land on the first schema's check.
-        _checker[0].submit(_checker[1].convert, {"type": "null"}, {})
+        pool = ThreadPoolExecutor(2, thread_name_prefix="corral-check")
+        # The converter's process starts on the helper thread, off the event loop (about a
+        # second); checks wait for it there.
+        _checker = (pool, pool.submit(schema_converter))
     pool, converter = _checker
-    future = pool.submit(check, request, converter)
+    future = pool.submit(lambda: check(request, converter.result()))
     try:
         future.result(timeout=None if budget_ms < 0 else budget_ms / 1000)
     except FutureTimeout:
