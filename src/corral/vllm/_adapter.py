@@ -15,17 +15,18 @@ from corral.tokenizer import Tokenizer, declared_eos_ids
 __all__ = ["load_tokenizer", "schema_converter"]
 
 
-def schema_converter() -> SchemaConverter:
+def schema_converter(nice: int = 0) -> SchemaConverter:
     """Where a vLLM process converts schemas: a worker process (``CORRAL_COMPILE_WORKERS``,
     default 1), so the conversion (Python) does not hold the GIL that vLLM's scheduling loop or
     forward pass needs; in the calling thread in a daemonic process (vLLM's model-runner
-    workers), which may not start processes of its own. The worker keeps its priority: vLLM's
-    CPU build spins its OpenMP threads, and beside them a niced worker was starved until its
-    conversions ran past their time limit (measured: a 1 s conversion refused after 5 s)."""
+    workers), which may not start processes of its own. By default the worker keeps its
+    priority (``nice``): vLLM's CPU build spins its OpenMP threads, and beside them a niced
+    worker was starved until its conversions ran past their time limit (measured: a 1 s
+    conversion refused after 5 s)."""
     workers = int(os.environ.get("CORRAL_COMPILE_WORKERS", "1"))
     if multiprocessing.current_process().daemon:
         workers = 0
-    return SchemaConverter(workers, nice=0)
+    return SchemaConverter(workers, nice=nice)
 
 
 def load_tokenizer(vllm_config: Any, hf: Any = None) -> Tokenizer:
