@@ -11,6 +11,7 @@ The checks read thread priorities from ``/proc`` (Linux, where nice values are p
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -144,7 +145,7 @@ def _longest_wait_next_to_compiles(seconds: float) -> tuple[float, int]:
 
     def feed() -> None:
         while not stop.is_set():
-            fut, _ = cache.get(f"k{done[0]}", lambda i=done[0]: build(i))
+            fut, _ = cache.get(f"k{done[0]}", functools.partial(build, done[0]))
             fut.result()
             done[0] += 1
 
