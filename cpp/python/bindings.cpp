@@ -12,9 +12,18 @@
 
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <tuple>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "batch.hpp"
 #include "compile.hpp"
@@ -50,6 +59,56 @@ std::int32_t* bitmask_row(Bitmask& bm, std::size_t row, std::uint32_t words) {
     throw nb::value_error(("bitmask has " + std::to_string(bm.shape(1)) + " words per row, need " +
                            std::to_string(words)).c_str());
   return bm.data() + row * bm.shape(1);
+}
+
+// The nice value this thread's compiles run at (set_compile_nice; 0: in the calling thread).
+thread_local int t_compile_nice = 0;
+
+void add_times(CompileTimes& to, const CompileTimes& after, const CompileTimes& before) {
+  to.parse_ns += after.parse_ns - before.parse_ns;
+  to.lower_ns += after.lower_ns - before.lower_ns;
+  to.automata_ns += after.automata_ns - before.automata_ns;
+  to.bind_ns += after.bind_ns - before.bind_ns;
+  to.walk_ns += after.walk_ns - before.walk_ns;
+  to.compiles += after.compiles - before.compiles;
+}
+
+// Run `f` (engine work, called with the GIL released) at the calling thread's compile nice
+// value: on a helper thread that lowers its own priority, while the caller waits. Why not lower
+// the caller's priority instead: the caller is a Python thread, and a low-priority thread that
+// holds the GIL on a busy machine is not scheduled for long stretches while every other Python
+// thread (the server's decode loop) waits for the GIL it holds — priority inversion. The helper
+// never touches the GIL, so only the engine's own work runs at low priority. The helper's compile
+// times are added to the caller's (compile_times is per thread).
+template <class F>
+auto at_compile_priority(F&& f) -> decltype(f()) {
+  const int nice = t_compile_nice;
+  if (nice <= 0) return f();
+  std::optional<decltype(f())> out;
+  std::exception_ptr err;
+  CompileTimes before, after;
+  auto work = [&] {
+#if defined(__linux__)
+    // Per thread on Linux; raising one's own nice value is always permitted.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+#endif
+    before = compile_times();
+    try {
+      out.emplace(f());
+    } catch (...) {
+      err = std::current_exception();
+    }
+    after = compile_times();
+  };
+  try {
+    std::thread helper(work);
+    helper.join();
+  } catch (const std::system_error&) {  // no thread to be had: compile here, at this priority
+    if (!out && !err) return f();
+  }
+  add_times(compile_times(), after, before);
+  if (err) std::rethrow_exception(err);
+  return std::move(*out);
 }
 
 Limits limits_from(const nb::dict& d) {
@@ -246,7 +305,7 @@ NB_MODULE(_core, m) {
              std::string out;
              {
                nb::gil_scoped_release release;
-               out = to_artifact(g);
+               out = at_compile_priority([&] { return to_artifact(g); });
              }
              return nb::bytes(out.data(), out.size());
            },
@@ -258,7 +317,7 @@ NB_MODULE(_core, m) {
                     if (limits) l = limits_from(*limits);
                     std::string_view view(data.c_str(), data.size());
                     nb::gil_scoped_release release;
-                    return load_artifact(view, std::move(vocab), l ? &*l : nullptr);
+                    return at_compile_priority([&] { return load_artifact(view, std::move(vocab), l ? &*l : nullptr); });
                   },
                   "data"_a, "vocab"_a, "limits"_a = nb::none(),
                   "Rebuild a compiled grammar from artifact bytes for `vocab` (no parsing, lowering "
@@ -297,7 +356,7 @@ NB_MODULE(_core, m) {
         [](const std::string& pattern, std::shared_ptr<const Vocabulary> vocab, const nb::dict& limits) {
           Limits l = limits_from(limits);
           nb::gil_scoped_release release;
-          return compile_regex(pattern, std::move(vocab), l);
+          return at_compile_priority([&] { return compile_regex(pattern, std::move(vocab), l); });
         },
         "pattern"_a, "vocab"_a, "limits"_a);
   m.def("compile_grammar",
@@ -305,14 +364,14 @@ NB_MODULE(_core, m) {
            const nb::dict& limits) {
           Limits l = limits_from(limits);
           nb::gil_scoped_release release;
-          return compile_grammar(text, start, std::move(vocab), l);
+          return at_compile_priority([&] { return compile_grammar(text, start, std::move(vocab), l); });
         },
         "text"_a, "start"_a, "vocab"_a, "limits"_a);
   m.def("compile_json",
         [](std::shared_ptr<const Vocabulary> vocab, const nb::dict& limits) {
           Limits l = limits_from(limits);
           nb::gil_scoped_release release;
-          return compile_json(std::move(vocab), l);
+          return at_compile_priority([&] { return compile_json(std::move(vocab), l); });
         },
         "vocab"_a, "limits"_a);
   m.def("artifact_versions",
@@ -373,6 +432,11 @@ NB_MODULE(_core, m) {
         "The calling thread's cumulative compile-stage times in ms (parse, lower without "
         "automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks "
         "take differences around a call.");
+  m.def("set_compile_nice", [](int nice) { t_compile_nice = std::clamp(nice, 0, 19); }, "nice"_a,
+        "Run the compiles (compile_*, artifact to_bytes/from_bytes) this thread starts at this nice "
+        "value (0-19; 0: in this thread), on a helper thread, so that this thread itself -- which "
+        "holds the GIL between calls -- keeps its priority.");
+  m.def("compile_nice", []() { return t_compile_nice; }, "This thread's compile nice value.");
   m.def("set_compile_clock", [](bool cpu) { set_stage_clock_cpu(cpu); }, "cpu"_a,
         "Stage timers of compile_times read each thread's CPU clock (True) or the steady wall "
         "clock (False, the default; a CPU clock read is a system call): for benchmarks on a "

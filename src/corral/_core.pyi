@@ -164,6 +164,14 @@ def compile_times() -> dict[str, float]:
     The calling thread's cumulative compile-stage times in ms (parse, lower without automata, automata, bind, mask-cache walks) and the number of compiles: benchmarks take differences around a call.
     """
 
+def set_compile_nice(nice: int) -> None:
+    """
+    Run the compiles (compile_*, artifact to_bytes/from_bytes) this thread starts at this nice value (0-19; 0: in this thread), on a helper thread, so that this thread itself -- which holds the GIL between calls -- keeps its priority.
+    """
+
+def compile_nice() -> int:
+    """This thread's compile nice value."""
+
 def set_compile_clock(cpu: bool) -> None:
     """
     Stage timers of compile_times read each thread's CPU clock (True) or the steady wall clock (False, the default; a CPU clock read is a system call): for benchmarks on a loaded machine.

@@ -21,6 +21,7 @@ __all__ = [
     "automaton_memo_stats",
     "check_regex",
     "clear_engine_caches",
+    "compile_nice",
     "compile_grammar",
     "compile_json",
     "compile_regex",
@@ -32,6 +33,7 @@ __all__ = [
     "probe_item_values",
     "probe_open_ended",
     "set_compile_clock",
+    "set_compile_nice",
     "set_interior_skip",
     "set_mask_fast_paths",
 ]
@@ -53,6 +55,10 @@ compile_grammar = _core.compile_grammar
 compile_times = _core.compile_times
 #: (cpu: bool) -> compile_times' stages on each thread's CPU clock (True) or the wall clock.
 set_compile_clock = _core.set_compile_clock
+#: (nice: int) -> compiles this thread starts run on a helper thread at this nice value (0: here).
+set_compile_nice = _core.set_compile_nice
+#: () -> this thread's compile nice value.
+compile_nice = _core.compile_nice
 #: (on: bool) -> False: later mask-cache entries come from the reference walk (tests compare).
 set_mask_fast_paths = _core.set_mask_fast_paths
 #: (on: bool) -> False: later whole-vocabulary walks do not skip clean string-interior subtrees.

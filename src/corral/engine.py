@@ -308,6 +308,26 @@ def compile_json(tokenizer: Tokenizer, **limits: int) -> CompiledGrammar:
     return CompiledGrammar(_core.compile_json(_vocab(tokenizer), _limits(limits)), tokenizer, "json")
 
 
+def set_compile_priority(nice: int) -> None:
+    """Run the engine work of the compiles this thread starts (``compile_*``, loading and saving
+    artifacts) at OS nice value ``nice`` (0-19; 0, the default: in this thread, at its priority).
+
+    The work runs on a short-lived native thread that lowers its own priority (per thread on
+    Linux; elsewhere it runs at normal priority) while this thread waits with the GIL released.
+    This thread keeps its priority on purpose: it runs Python, so it holds the GIL at times, and
+    a low-priority thread holding the GIL on a busy machine can wait a long time for a core while
+    every other thread of the process (a server's decode loop) waits for the GIL — a priority
+    inversion, measured as a 60% slower decode step while compiles ran (docs/benchmarks.md)."""
+    if not 0 <= nice <= 19:
+        raise ValueError(f"nice must be in 0..19, got {nice}")
+    _core.set_compile_nice(nice)
+
+
+def compile_priority() -> int:
+    """This thread's compile nice value (see :func:`set_compile_priority`)."""
+    return int(_core.compile_nice())
+
+
 def allocate_bitmask(batch_size: int, tokenizer: Tokenizer) -> np.ndarray:
     """A zeroed int32 bitmask of shape ``(batch_size, ceil(width / 32))``."""
     return np.zeros((batch_size, (tokenizer.width + 31) // 32), dtype=np.int32)

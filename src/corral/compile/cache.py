@@ -21,10 +21,15 @@ loads the entry instead of compiling; a compile is written there for the next pr
 is consulted only where a compile would run (the background thread, or the caller's thread on the
 synchronous path), so a load never blocks a decode loop either.
 
-Background compile threads run at the lowest CPU priority (nice 19, per thread on Linux). On a
-machine whose cores are all busy, a compile at normal priority takes its share of the CPU from the
-model: measured on a shared 2-core machine, a short request took 1.0-1.5 s instead of 0.48 s while
-a 1 s schema compiled; at nice 19 it took 0.50 s (the compile itself only slows down).
+Compiles in the background threads run at the lowest CPU priority: on a machine whose cores are
+all busy, a compile at normal priority takes its share of the CPU from the model (measured on a
+shared 2-core machine: a short request took 1.0-1.5 s instead of 0.48 s while a 1 s schema
+compiled; at nice 19, 0.50 s). Only the engine's work is lowered, on a native thread of its own
+(:func:`corral.engine.set_compile_priority`); the compile thread itself, which runs Python and so
+holds the GIL at times, keeps normal priority. Lowering the whole thread (as before) was a
+priority inversion: on a busy machine the kernel left the nice-19 thread waiting for a core while
+it held the GIL, and the decode loop waited for the GIL (py-spy: 80% of the GIL-holding samples in
+the compile thread at a line of trivial Python; docs/benchmarks.md, head-of-line).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from corral.engine import set_compile_priority
 
 if TYPE_CHECKING:
     from corral.compile.disk_cache import DiskCache
@@ -70,12 +77,14 @@ class CacheMetrics(Protocol):
     def compile_time(self) -> _Histogram: ...
 
 
+# The nice value of the engine work of background compiles (see the module doc).
+COMPILE_NICE = 19
+
+
 def _lower_priority() -> None:
-    """Make the calling thread yield the CPU to decoding (Linux: nice applies per thread)."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (AttributeError, OSError):  # not Linux, or not permitted: normal priority
-        pass
+    """Make the compiles this (compile) thread starts yield the CPU to decoding, without lowering
+    the thread itself (see the module doc)."""
+    set_compile_priority(COMPILE_NICE)
 
 
 def _quietly(fn: Callable[..., Any], *args: Any) -> Any:
