@@ -191,6 +191,14 @@ class CompileCache:
         self._compile(key, build, kind, fut, tokenizer)
         return fut.result(), False
 
+    def peek(self, key: str) -> Any:
+        """The compiled constraint cached under ``key``, or None (not cached, or still compiling),
+        without compiling, waiting or counting: for a host deciding whether a request is ready
+        now or must wait for a compile."""
+        with self._lock:
+            entry = self._lru.get(key)
+            return None if entry is None else entry.value
+
     def compile_now(self, key: str, build: Callable[[], Any], kind: str = "") -> Any:
         """Compile (or fetch) synchronously: start-up pre-compilation."""
         return self.get_or_compile(key, build, kind)[0]

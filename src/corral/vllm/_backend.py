@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from vllm.v1.structured_output.backend_types import (
     StructuredOutputOptions,
 )
 
-from corral.compile import Constraint
+from corral.compile import Constraint, default_cache
 from corral.engine import Matcher
 from corral.runtime.budget import fits_token, needed_tokens
 from corral.runtime.masks import allow_only, allowed_ids
@@ -43,7 +44,7 @@ from corral.runtime.thinking import ThinkBudget, think_budget
 from corral.runtime.tokens import TokenTools, tools_for
 from corral.tokenizer import Tokenizer
 from corral.vllm._adapter import load_tokenizer, schema_converter
-from corral.vllm._spec import BACKEND_NAME, compile_spec, request_from_key
+from corral.vllm._spec import BACKEND_NAME, bind_request, compile_spec, request_from_key
 
 __all__ = ["BACKEND_NAME", "CorralBackend", "CorralGrammar"]
 
@@ -66,6 +67,10 @@ class CorralBackend(StructuredOutputBackend):
         # core's scheduling loop needs, for as long as a big schema converts. A low-priority
         # worker process converts instead; the engine's own compile (C++) releases the GIL.
         self.converter = schema_converter()
+        # Misses compile here, at normal priority (beside vLLM's spinning CPU threads a niced
+        # compile is starved past its time limits), two at a time: one slow schema does not hold
+        # up the next.
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="corral-vllm-compile")
 
     def compile_grammar(
         self,
@@ -81,12 +86,47 @@ class CorralBackend(StructuredOutputBackend):
             constraint, constraint.grammar.matcher(), self.tools, max_tokens=max_tokens, margin=self.margin
         )
 
+    def grammar_future(
+        self, request_type: StructuredOutputOptions, grammar_spec: str
+    ) -> Future[CorralGrammar]:
+        """The request's grammar as a future that is already done when corral's compile cache
+        holds its constraint, and is completed by the backend's own compile threads on a miss.
+
+        vLLM's manager compiles every structured request, cache hit or not, on a thread pool of
+        (cores + 1) // 2 threads: one on a 2-core machine. A request on a cached schema then
+        waited in that queue behind a new schema's compile. :mod:`corral.vllm.plugin` uses this
+        instead for requests routed to corral."""
+        out: Future[CorralGrammar] = Future()
+        try:
+            request, max_tokens = request_from_key(request_type.name, grammar_spec)
+            cached = default_cache().peek(request.spec.key(self.corral_tokenizer.hash))
+        except Exception as e:
+            out.set_exception(e)
+            return out
+
+        def build() -> CorralGrammar:
+            c = bind_request(cached, request) if cached is not None else None
+            if c is None:  # a miss: compiled (or loaded from the cache directory) on this thread
+                c = compile_spec(request, self.corral_tokenizer, self.converter)
+            return CorralGrammar(
+                c, c.grammar.matcher(), self.tools, max_tokens=max_tokens, margin=self.margin
+            )
+
+        if cached is not None:
+            try:
+                out.set_result(build())
+            except Exception as e:  # slot values that do not fit: this request fails alone
+                out.set_exception(e)
+            return out
+        return self.pool.submit(build)
+
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
         return torch.full((max_num_seqs, self.words), -1, dtype=torch.int32)
 
     def destroy(self) -> None:
         # The compile cache is process-wide and bounded; the converter's process is this
         # backend's own.
+        self.pool.shutdown(wait=False, cancel_futures=True)
         self.converter.close()
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "MARKER",
     "OPTION_FIELDS",
     "RequestConstraint",
+    "bind_request",
     "check_spec",
     "compile_spec",
     "corral_args",
@@ -262,9 +263,14 @@ def compile_spec(
     errors (CompileError, LimitExceeded, SchemaError, SlotError, ...) for constraints that do not
     compile or bind."""
     if isinstance(spec, RequestConstraint):
-        c = compile_constraint(spec.spec, tokenizer, converter=converter)
-        return c.bind(spec.slots) if spec.slots is not None or c.slot_names else c
+        return bind_request(compile_constraint(spec.spec, tokenizer, converter=converter), spec)
     return compile_constraint(spec, tokenizer, converter=converter)
+
+
+def bind_request(compiled: Constraint, request: RequestConstraint) -> Constraint:
+    """A request's compiled constraint with its slot values bound (SlotError when they do not
+    fit; a constraint with slots and no values is refused the same way)."""
+    return compiled.bind(request.slots) if request.slots is not None or compiled.slot_names else compiled
 
 
 _BYTE_TOKENIZER: Tokenizer | None = None

@@ -124,6 +124,17 @@ def _wrap_manager(manager: Any) -> None:
             )
             if hasattr(self, "backend_name"):  # vLLM 0.34 checks each request's backend against it
                 self.backend_name = BACKEND_NAME
+        if (
+            getattr(so, "_backend", None) == BACKEND_NAME
+            and request.structured_output_request is not None
+            and getattr(self, "_use_async_grammar_compilation", False)
+            and hasattr(self.backend, "grammar_future")
+        ):
+            # Not vLLM's compile pool (one thread on two cores): a cached constraint is ready
+            # now instead of queueing behind another request's compile (CorralBackend.grammar_future).
+            kind, text = request.structured_output_request.structured_output_key
+            request.structured_output_request.grammar = self.backend.grammar_future(kind, text)
+            return
         original(self, request)
 
     grammar_init.__wrapped__ = original  # type: ignore[attr-defined]
