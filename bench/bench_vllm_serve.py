@@ -12,8 +12,9 @@ structured-output backend, with vLLM's default backend (XGrammar) and with ``gui
 
 Printed: the cached (A) requests' time to first token, p50 / p95, in each phase, the ratio
 new / control of the p95 (target for corral: <= 1.2, and never above the default backend's),
-output tokens per second over both phases, and how many new schemas each backend refused or
-failed. Wall-clock times on a shared machine: compare ratios, run it twice.
+output tokens per second over both phases, and how many new schemas each backend refused (a
+400) or failed (an error in the stream: corral admits a schema whose check takes longer than
+``CORRAL_VLLM_CHECK_MS`` and fails it in the engine). Wall-clock times on a shared machine: compare ratios, run it twice.
 
     python bench/bench_vllm_serve.py --data /path/to/jsonschemabench   # in the vLLM environment
     python bench/bench_vllm_serve.py --backends corral,xgrammar --clients 8 --rounds 2
@@ -142,11 +143,15 @@ class Server:
                     if not line.startswith("data: ") or line == "data: [DONE]":
                         continue
                     chunk = json.loads(line[6:])
+                    if chunk.get("error"):  # a request that failed after its stream began
+                        return ttft, tokens, f"stream error: {str(chunk['error'])[:100]}"
                     if chunk.get("usage"):
                         tokens = int(chunk["usage"].get("completion_tokens", 0))
                     for c in chunk.get("choices", []):
                         if ttft is None and c.get("delta", {}).get("content"):
                             ttft = time.perf_counter() - t0
+                        if c.get("finish_reason") == "error":
+                            return ttft, tokens, "finish_reason error"
         except urllib.error.HTTPError as e:
             return None, 0, f"HTTP {e.code}: {e.read().decode(errors='replace')[:120]}"
         except OSError as e:
