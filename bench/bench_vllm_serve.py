@@ -14,7 +14,8 @@ Printed: the cached (A) requests' time to first token, p50 / p95, in each phase,
 new / control of the p95 (target for corral: <= 1.2, and never above the default backend's),
 output tokens per second over both phases, and how many new schemas each backend refused (a
 400) or failed (an error in the stream: corral admits a schema whose check takes longer than
-``CORRAL_VLLM_CHECK_MS`` and fails it in the engine). Wall-clock times on a shared machine: compare ratios, run it twice.
+``CORRAL_VLLM_CHECK_MS`` and fails it in the engine). Wall-clock times on a shared machine:
+compare ratios, run it twice.
 
     python bench/bench_vllm_serve.py --data /path/to/jsonschemabench   # in the vLLM environment
     python bench/bench_vllm_serve.py --backends corral,xgrammar --clients 8 --rounds 2
