@@ -41,6 +41,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_server import stream_chat, wait_healthy  # noqa: E402
+
 try:
     import httpx
 except ImportError:  # newer openai releases ship httpx2
@@ -138,32 +142,7 @@ def request(client: Any, model: str, schema: Any, prompt: str, max_tokens: int) 
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    t0 = time.perf_counter()
-    ttft = None
-    tokens = 0
-    with client.stream("POST", "/v1/chat/completions", json=body) as r:
-        if r.status_code != 200:
-            r.read()
-            return {"status": r.status_code, "latency": time.perf_counter() - t0, "error": r.text[:200]}
-        cache = r.headers.get("x-corral-cache")
-        compile_s = float(r.headers.get("x-corral-compile-seconds", "0"))
-        for line in r.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
-            for c in chunk.get("choices", []):
-                if ttft is None and c.get("delta", {}).get("content"):
-                    ttft = time.perf_counter() - t0
-    return {
-        "status": 200,
-        "latency": time.perf_counter() - t0,
-        "ttft": ttft,
-        "tokens": tokens,
-        "cache": cache,
-        "compile": compile_s,
-    }
+    return stream_chat(client, body)
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -286,17 +265,8 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str
     cmd += args.server_arg
     proc = subprocess.Popen(cmd)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(900):
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("server did not start")
+    wait_healthy(proc, url, 180)
+    return proc, url
 
 
 def main() -> None:

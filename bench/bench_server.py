@@ -96,12 +96,19 @@ def one_request(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    return stream_chat(client, body)
+
+
+def stream_chat(client: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """One streamed chat request: status, latency, time to first token, completion tokens and the
+    server's cache headers (with ``error``, the body's start, when the status is not 200)."""
     t0 = time.perf_counter()
     ttft = None
     tokens = 0
     with client.stream("POST", "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
-            return {"status": r.status_code}
+            r.read()
+            return {"status": r.status_code, "latency": time.perf_counter() - t0, "error": r.text[:200]}
         cache = r.headers.get("x-corral-cache")
         compile_s = float(r.headers.get("x-corral-compile-seconds", "0"))
         for line in r.iter_lines():
@@ -176,10 +183,20 @@ def start_server(backend: str, threads: int) -> tuple[subprocess.Popen[bytes], s
     cmd += ["--port", str(port), "--max-batch", "32", "--max-queue", "64", "--log-level", "warning"]
     proc = subprocess.Popen(cmd)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
+    wait_healthy(proc, url, 120)
+    return proc, url
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], url: str, seconds: float) -> None:
+    """Wait for the server at ``url`` to answer /health (SystemExit, the server killed, if it
+    exits or does not answer within ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
         try:
             if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
+                return
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
