@@ -3,10 +3,12 @@
 
 Lifecycle, in vLLM's engine-core process:
 
-* vLLM's ``StructuredOutputManager`` calls :meth:`CorralBackend.compile_grammar` on its own
-  thread pool when a request arrives; the scheduler keeps the request out of the batch until the
-  grammar is ready (``WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR``), so no batch step ever waits on a
-  compile, and a constraint that does not compile fails its own request only.
+* For each request routed to corral, :mod:`corral.vllm.plugin` asks
+  :meth:`CorralBackend.grammar_future` for its grammar: ready at once when corral's compile cache
+  holds the constraint, else compiled on the backend's own threads. vLLM's scheduler keeps the
+  request out of the batch until the grammar is ready, so no batch step waits on a compile, and a
+  constraint that does not compile fails its own request only. (:meth:`compile_grammar`, vLLM's
+  synchronous entry, gives the same grammar.)
 * Compiling goes through corral's one compile cache (:func:`corral.vllm._spec.compile_spec`):
   a schema compiled once is shared by every request that sends the same text.
 * Per step the manager asks each grammar for its bitmask row (:meth:`CorralGrammar.fill_bitmask`),
@@ -16,8 +18,10 @@ Lifecycle, in vLLM's engine-core process:
   token as one step, so rollback is exact for every constraint kind, and a think-block budget is
   replayed from the tokens kept.
 
-What a backend cannot do, and the logits processor (:mod:`corral.vllm._processor`) can: steer to a
-complete output near ``max_tokens`` (a backend never sees the request's budget or the logits).
+The request's ``max_tokens`` rides in with its constraint, so the output is complete when the
+budget runs out (:meth:`CorralGrammar._steer`). What a backend cannot do, and the logits processor
+(:mod:`corral.vllm._processor`) can: pick the best-scoring token that still fits near the budget (a
+backend sees no logits).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import logging
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -80,11 +83,7 @@ class CorralBackend(StructuredOutputBackend):
     ) -> StructuredOutputGrammar:
         # Raising here fails this request only: vLLM's manager keeps the exception in the
         # request's future and the scheduler ends that request with an error.
-        request, max_tokens = request_from_key(request_type.name, grammar_spec)
-        constraint = compile_spec(request, self.corral_tokenizer, self.converter)
-        return CorralGrammar(
-            constraint, constraint.grammar.matcher(), self.tools, max_tokens=max_tokens, margin=self.margin
-        )
+        return self.grammar_future(request_type, grammar_spec).result()
 
     def grammar_future(
         self, request_type: StructuredOutputOptions, grammar_spec: str
@@ -239,6 +238,3 @@ class CorralGrammar(StructuredOutputGrammar):
         self.tokens.clear()
         if self.think is not None:
             self.think.reset()
-
-    def describe(self) -> Any:
-        return self.constraint.spec.describe()

@@ -192,10 +192,7 @@ def from_structured_outputs(so: Any) -> dict[str, Any] | None:
         return None
     grammar = getattr(so, "grammar", None)
     if isinstance(grammar, str) and grammar.startswith(MARKER):
-        routed = _json_arg("structured_outputs.grammar", grammar[len(MARKER) :])
-        if not isinstance(routed, Mapping) or not isinstance(routed.get("corral"), Mapping):
-            raise ValueError("corral: the routed request is not an object with corral arguments")
-        return dict(routed["corral"])
+        return _routed(grammar)[0]
     fields = {f: getattr(so, f, None) for f in (*CONSTRAINT_FIELDS, *OPTION_FIELDS)}
     try:
         return constraint_args(fields)
@@ -222,17 +219,9 @@ def request_from_key(kind: str, text: str) -> tuple[RequestConstraint, int | Non
     if field is None:
         raise ValueError(f"corral: unknown structured-output kind {kind!r}")
     max_tokens: int | None = None
+    args: Mapping[str, Any] | None
     if field == "grammar" and text.startswith(MARKER):
-        routed = _json_arg("structured_outputs.grammar", text[len(MARKER) :])
-        if not isinstance(routed, Mapping) or not isinstance(routed.get("corral"), Mapping):
-            raise ValueError("corral: the routed request is not an object with corral arguments")
-        args: Any = routed["corral"]
-        budget = routed.get("max_tokens")
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise ValueError(
-                f"corral: the routed request's max_tokens must be a positive integer, got {budget!r}"
-            )
-        max_tokens = budget
+        args, max_tokens = _routed(text)
     else:
         value: Any = True if field == "json_object" else text
         try:
@@ -243,6 +232,19 @@ def request_from_key(kind: str, text: str) -> tuple[RequestConstraint, int | Non
     if request is None:
         raise ValueError(f"corral: the {kind} structured-output request names no constraint")
     return request, max_tokens
+
+
+def _routed(text: str) -> tuple[dict[str, Any], int | None]:
+    """(corral arguments, max_tokens) of a routed grammar string (:func:`routed_grammar`)."""
+    routed = _json_arg("structured_outputs.grammar", text[len(MARKER) :])
+    if not isinstance(routed, Mapping) or not isinstance(routed.get("corral"), Mapping):
+        raise ValueError("corral: the routed request is not an object with corral arguments")
+    budget = routed.get("max_tokens")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise ValueError(
+            f"corral: the routed request's max_tokens must be a positive integer, got {budget!r}"
+        )
+    return dict(routed["corral"]), budget
 
 
 def routed_grammar(args: Mapping[str, Any], max_tokens: int | None) -> str:

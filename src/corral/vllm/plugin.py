@@ -110,11 +110,12 @@ def _wrap_manager(manager: Any) -> None:
 
     def grammar_init(self: Any, request: Any) -> None:
         so = getattr(request.sampling_params, "structured_outputs", None)
-        if (
-            self.backend is None
-            and request.structured_output_request is not None
-            and getattr(so, "_backend", None) == BACKEND_NAME
-        ):
+        routed = (
+            request.structured_output_request is not None and getattr(so, "_backend", None) == BACKEND_NAME
+        )
+        if not routed:
+            return original(self, request)
+        if self.backend is None:
             from corral.vllm._backend import CorralBackend
 
             self.backend = CorralBackend(
@@ -124,18 +125,14 @@ def _wrap_manager(manager: Any) -> None:
             )
             if hasattr(self, "backend_name"):  # vLLM 0.34 checks each request's backend against it
                 self.backend_name = BACKEND_NAME
-        if (
-            getattr(so, "_backend", None) == BACKEND_NAME
-            and request.structured_output_request is not None
-            and getattr(self, "_use_async_grammar_compilation", False)
-            and hasattr(self.backend, "grammar_future")
+        if not getattr(self, "_use_async_grammar_compilation", False) or not hasattr(
+            self.backend, "grammar_future"
         ):
-            # Not vLLM's compile pool (one thread on two cores): a cached constraint is ready
-            # now instead of queueing behind another request's compile (CorralBackend.grammar_future).
-            kind, text = request.structured_output_request.structured_output_key
-            request.structured_output_request.grammar = self.backend.grammar_future(kind, text)
-            return
-        original(self, request)
+            return original(self, request)  # vLLM's synchronous mode (external_launcher)
+        # Not vLLM's compile pool (one thread on two cores): a cached constraint is ready now
+        # instead of queueing behind another request's compile (CorralBackend.grammar_future).
+        kind, text = request.structured_output_request.structured_output_key
+        request.structured_output_request.grammar = self.backend.grammar_future(kind, text)
 
     grammar_init.__wrapped__ = original  # type: ignore[attr-defined]
     manager.grammar_init = grammar_init
@@ -171,7 +168,6 @@ def route_to_corral(params: Any, tokenizer: Any) -> None:
 
     from corral.vllm._spec import (
         BACKEND_NAME,
-        check_spec,
         corral_args,
         from_structured_outputs,
         parse_request,
@@ -208,7 +204,7 @@ def route_to_corral(params: Any, tokenizer: Any) -> None:
     request = parse_request({"corral": dict(args)})
     if request is None:
         raise ValueError("corral: structured_outputs names no constraint")
-    _admission_check(request, check_spec)
+    _admission_check(request)
     # Always the routed form: it carries per-request options (not part of vLLM's grammar key)
     # and the request's max_tokens (the backend's budget), and reads the same in every process.
     so = StructuredOutputsParams(grammar=routed_grammar(args, params.max_tokens))
@@ -221,7 +217,7 @@ _ENV_CHECK_MS = "CORRAL_VLLM_CHECK_MS"
 _checker: Any = None  # (thread pool, schema converter), made on first use in the API process
 
 
-def _admission_check(request: Any, check: Any) -> None:
+def _admission_check(request: Any) -> None:
     """Compile the request's constraint against a byte vocabulary, waiting at most
     ``CORRAL_VLLM_CHECK_MS`` (default 50; -1: until it is done) for the result.
 
@@ -235,26 +231,22 @@ def _admission_check(request: Any, check: Any) -> None:
     own compile fails that request alone (vLLM reports an error for it) and the reason is
     logged here and in the engine."""
     global _checker
-    import os
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as FutureTimeout
 
     from corral.vllm._adapter import schema_converter
+    from corral.vllm._spec import check_spec
 
-    try:
-        budget_ms = float(os.environ.get(_ENV_CHECK_MS, "50"))
-    except ValueError:
-        raise ValueError(f"corral: {_ENV_CHECK_MS} must be a number of milliseconds") from None
+    budget_ms = _check_ms()
     if _checker is None:
         pool = ThreadPoolExecutor(2, thread_name_prefix="corral-check")
         # The converter's process starts on the helper thread, off the event loop (about a
-        # second); checks wait for it there. Lowest priority: past the wait a check only
-        # serves the log (the engine compiles the request itself), and at full priority a big
-        # schema's check took a core from decoding for seconds (cached requests' time to first
-        # token p95 5.6 s in one round of bench/bench_vllm_serve.py on 2 cores).
+        # second); checks wait for it there. Lowest priority: past the wait a check only serves
+        # the log (the engine compiles the request itself), so it must not take a core from
+        # decoding.
         _checker = (pool, pool.submit(schema_converter, 19))
     pool, converter = _checker
-    future = pool.submit(lambda: check(request, converter.result()))
+    future = pool.submit(lambda: check_spec(request, converter.result()))
     try:
         future.result(timeout=None if budget_ms < 0 else budget_ms / 1000)
     except FutureTimeout:
@@ -271,3 +263,16 @@ def _admission_check(request: Any, check: Any) -> None:
                 )
 
         future.add_done_callback(report)
+
+
+def _check_ms() -> float:
+    """``CORRAL_VLLM_CHECK_MS`` (default 50). A value that is not a number is the operator's
+    mistake, not the client's: it is logged and the default used, never a 400."""
+    import os
+
+    raw = os.environ.get(_ENV_CHECK_MS, "50")
+    try:
+        return float(raw)
+    except ValueError:
+        log.warning("corral: %s=%r is not a number of milliseconds; using 50", _ENV_CHECK_MS, raw)
+        return 50.0
